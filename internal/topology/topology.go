@@ -286,7 +286,6 @@ func (t *Topology) Save(path string) error {
 	return nil
 }
 
-
 func sortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
