@@ -1,0 +1,188 @@
+// Package manifest reads and edits the PersistentVolume manifests of a VNF
+// package. It works on the parsed YAML tree, never on the text: the NFS
+// server may be an IPv4 or IPv6 address or a DNS name, and a regular
+// expression over the text (what the reference driver did) gets at least one
+// of those wrong.
+package manifest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// MaxSize bounds a manifest file. A PersistentVolume is well under a KiB.
+const MaxSize = 1 << 20
+
+// ManagedByLabel marks the PVs heatsible registered, so heal can find them.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedByValue = "heatsible"
+)
+
+// Source is the kind of volume a PV points at.
+type Source string
+
+// The PV sources heatsible registers.
+const (
+	SourceNFS Source = "nfs"
+	SourceCSI Source = "csi"
+)
+
+// PV is one parsed PersistentVolume manifest.
+type PV struct {
+	Name   string
+	Source Source
+	// NFSPath is spec.nfs.path (NFS only).
+	NFSPath string
+	root    *yaml.Node // the document's mapping node
+}
+
+var dns1123Subdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// Parse reads a manifest that must hold exactly one PersistentVolume with an
+// nfs or csi source.
+func Parse(data []byte) (*PV, error) {
+	if len(data) > MaxSize {
+		return nil, fmt.Errorf("is %d bytes; a PersistentVolume manifest is at most %d", len(data), MaxSize)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var docs []*yaml.Node
+	for {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("is not valid YAML: %v", err)
+		}
+		if len(n.Content) == 0 || (n.Content[0].Kind == yaml.ScalarNode && n.Content[0].Tag == "!!null") {
+			continue // an empty document, e.g. a trailing "---"
+		}
+		docs = append(docs, &n)
+	}
+	switch len(docs) {
+	case 0:
+		return nil, errors.New("is empty; it must hold one PersistentVolume")
+	case 1:
+	default:
+		return nil, fmt.Errorf("holds %d YAML documents; give one PersistentVolume per file", len(docs))
+	}
+	root := docs[0].Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nil, errors.New("is not a YAML mapping; it must be a PersistentVolume object")
+	}
+	if v := scalar(root, "apiVersion"); v != "v1" {
+		return nil, fmt.Errorf("has apiVersion %q; a PersistentVolume is apiVersion v1", v)
+	}
+	if k := scalar(root, "kind"); k != "PersistentVolume" {
+		return nil, fmt.Errorf("has kind %q; heatsible registers PersistentVolume manifests only", k)
+	}
+	meta := child(root, "metadata")
+	name := scalar(meta, "name")
+	if name == "" {
+		return nil, errors.New("has no metadata.name")
+	}
+	if len(name) > 253 || !dns1123Subdomain.MatchString(name) {
+		return nil, fmt.Errorf("metadata.name %q is not a valid Kubernetes name (lower-case letters, digits, '-' and '.')", name)
+	}
+	if meta.Kind != yaml.MappingNode {
+		return nil, errors.New("metadata is not a mapping")
+	}
+	spec := child(root, "spec")
+	if spec == nil || spec.Kind != yaml.MappingNode {
+		return nil, errors.New("has no spec mapping")
+	}
+	pv := &PV{Name: name, root: root}
+	nfs, csi := child(spec, "nfs"), child(spec, "csi")
+	switch {
+	case nfs != nil && csi != nil:
+		return nil, errors.New("has both spec.nfs and spec.csi; a PersistentVolume has one source")
+	case nfs != nil:
+		if nfs.Kind != yaml.MappingNode {
+			return nil, errors.New("spec.nfs is not a mapping")
+		}
+		pv.Source = SourceNFS
+		pv.NFSPath = scalar(nfs, "path")
+		if !strings.HasPrefix(pv.NFSPath, "/") {
+			return nil, fmt.Errorf("spec.nfs.path %q is not an absolute path", pv.NFSPath)
+		}
+	case csi != nil:
+		if csi.Kind != yaml.MappingNode || scalar(csi, "driver") == "" {
+			return nil, errors.New("spec.csi has no driver")
+		}
+		pv.Source = SourceCSI
+	default:
+		return nil, errors.New("has neither spec.nfs nor spec.csi; heatsible registers NFS or CSI PersistentVolumes")
+	}
+	return pv, nil
+}
+
+// Prepare returns the manifest as heatsible applies it: for an NFS PV,
+// spec.nfs.server set to server; for every PV, the managed-by label. A CSI
+// PV is otherwise unchanged.
+func (pv *PV) Prepare(server string) ([]byte, error) {
+	if pv.Source == SourceNFS {
+		if server == "" {
+			return nil, fmt.Errorf("PV %s: no NFS server address", pv.Name)
+		}
+		setScalar(child(child(pv.root, "spec"), "nfs"), "server", server)
+	}
+	meta := child(pv.root, "metadata")
+	labels := child(meta, "labels")
+	if labels == nil || labels.Kind != yaml.MappingNode {
+		labels = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		setNode(meta, "labels", labels)
+	}
+	setScalar(labels, "app.kubernetes.io/managed-by", ManagedByValue)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(pv.root); err != nil {
+		return nil, fmt.Errorf("PV %s: %w", pv.Name, err)
+	}
+	return buf.Bytes(), enc.Close()
+}
+
+func child(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func scalar(m *yaml.Node, key string) string {
+	n := child(m, key)
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return ""
+	}
+	return n.Value
+}
+
+func setNode(m *yaml.Node, key string, v *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content[i+1] = v
+			return
+		}
+	}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, v)
+}
+
+// setScalar sets key to the string value v, quoted when YAML would otherwise
+// read it as something else (an IPv6 address such as "::1" is fine, "1e3" or
+// "true" are not).
+func setScalar(m *yaml.Node, key, v string) {
+	setNode(m, key, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v})
+}

@@ -1,0 +1,212 @@
+package params
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+)
+
+// Prefix is the JSON path of the cluster parameters; every problem and
+// warning is reported under it, whether the file held the whole request body
+// or only additionalParams.
+const Prefix = "additionalParams.k8s_cluster_installation_param"
+
+// MaxRequestSize bounds a request file. Real requests are a few KiB; the
+// bound keeps a mistaken path (an image, a log) from being read whole.
+const MaxRequestSize = 4 << 20
+
+// Problem is one thing wrong with the input, with the JSON path of the field.
+type Problem struct {
+	Path string
+	Msg  string
+}
+
+func (p Problem) String() string {
+	if p.Path == "" {
+		return p.Msg
+	}
+	return p.Path + ": " + p.Msg
+}
+
+// Problems is every problem found; it is an error when not empty.
+type Problems []Problem
+
+func (ps Problems) Error() string {
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (ps *Problems) add(path, format string, a ...any) {
+	*ps = append(*ps, Problem{Path: path, Msg: fmt.Sprintf(format, a...)})
+}
+
+// Err returns ps as an error, or nil when there is none.
+func (ps Problems) Err() error {
+	if len(ps) == 0 {
+		return nil
+	}
+	return ps
+}
+
+// IsInvalid reports whether err is (or wraps) a Problems list: bad input, as
+// opposed to a failure to reach something.
+func IsInvalid(err error) bool {
+	var ps Problems
+	return errors.As(err, &ps)
+}
+
+// Load reads the request file at path and parses it (see Parse).
+func Load(path string) (*Request, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, Problems{{Path: "--request", Msg: fmt.Sprintf("cannot read the request file: %v", err)}}
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxRequestSize+1))
+	if err != nil {
+		return nil, Problems{{Path: "--request", Msg: fmt.Sprintf("reading %s: %v", path, err)}}
+	}
+	if len(data) > MaxRequestSize {
+		return nil, Problems{{Path: "--request", Msg: fmt.Sprintf("%s is larger than %d bytes; an instantiate request is a few KiB, is this the right file?", path, MaxRequestSize)}}
+	}
+	return Parse(data)
+}
+
+// Parse decodes an instantiate request: either Tacker's whole body (with
+// "additionalParams") or additionalParams alone (with
+// "k8s_cluster_installation_param"). Unknown fields become warnings. A field
+// of the wrong JSON type is kept as its zero value and reported by Validate,
+// together with every other problem; Parse itself fails only when the file
+// is not a request at all.
+func Parse(data []byte) (*Request, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var root any
+	if err := dec.Decode(&root); err != nil {
+		return nil, Problems{{Path: "(request)", Msg: fmt.Sprintf("is not valid JSON: %v", err)}}
+	}
+	if dec.More() {
+		return nil, Problems{{Path: "(request)", Msg: "holds more than one JSON value; give one instantiate request"}}
+	}
+	obj, ok := root.(map[string]any)
+	if !ok {
+		return nil, Problems{{Path: "(request)", Msg: fmt.Sprintf("is a JSON %s; want an object with additionalParams or k8s_cluster_installation_param", jsonKind(root))}}
+	}
+	var probs Problems
+	addl := obj
+	addlPath := "additionalParams"
+	if v, ok := obj["additionalParams"]; ok {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, Problems{{Path: "additionalParams", Msg: fmt.Sprintf("is a JSON %s; want an object", jsonKind(v))}}
+		}
+		addl = m
+	} else if _, ok := obj["k8s_cluster_installation_param"]; !ok {
+		return nil, Problems{{Path: "(request)", Msg: "has neither additionalParams nor k8s_cluster_installation_param; give Tacker's instantiate request body or its additionalParams"}}
+	}
+	raw, ok := addl["k8s_cluster_installation_param"]
+	if !ok {
+		return nil, Problems{{Path: addlPath + ".k8s_cluster_installation_param", Msg: "is missing; heatsible needs the cluster installation parameters"}}
+	}
+	req := &Request{}
+	d := decoder{probs: &probs, warn: &req.Warnings}
+	d.decode(Prefix, raw, reflect.ValueOf(&req.Cluster).Elem())
+	req.parseProblems = probs
+	return req, nil
+}
+
+type decoder struct {
+	probs *Problems
+	warn  *[]string
+}
+
+// decode copies the generic JSON value v into dst, recording a problem for
+// every type mismatch and a warning for every unknown object key.
+func (d decoder) decode(path string, v any, dst reflect.Value) {
+	if v == nil { // JSON null: leave the zero value, "missing" is Validate's call
+		return
+	}
+	switch dst.Kind() {
+	case reflect.Pointer:
+		if _, ok := v.(map[string]any); !ok {
+			d.probs.add(path, "is a JSON %s; want an object", jsonKind(v))
+			return
+		}
+		nv := reflect.New(dst.Type().Elem())
+		d.decode(path, v, nv.Elem())
+		dst.Set(nv)
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			d.probs.add(path, "is a JSON %s; want an object", jsonKind(v))
+			return
+		}
+		fields := map[string]int{}
+		t := dst.Type()
+		for i := 0; i < t.NumField(); i++ {
+			if tag := strings.Split(t.Field(i).Tag.Get("json"), ",")[0]; tag != "" {
+				fields[tag] = i
+			}
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			i, ok := fields[k]
+			if !ok {
+				*d.warn = append(*d.warn, fmt.Sprintf("%s.%s: unknown field, ignored (misspelt?)", path, k))
+				continue
+			}
+			d.decode(path+"."+k, m[k], dst.Field(i))
+		}
+	case reflect.Slice:
+		a, ok := v.([]any)
+		if !ok {
+			d.probs.add(path, "is a JSON %s; want a list", jsonKind(v))
+			return
+		}
+		s := reflect.MakeSlice(dst.Type(), len(a), len(a))
+		for i, e := range a {
+			d.decode(fmt.Sprintf("%s[%d]", path, i), e, s.Index(i))
+		}
+		dst.Set(s)
+	case reflect.String:
+		s, ok := v.(string)
+		if !ok {
+			d.probs.add(path, "is a JSON %s; want a string", jsonKind(v))
+			return
+		}
+		dst.SetString(s)
+	default:
+		panic("params: unsupported field kind " + dst.Kind().String())
+	}
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case json.Number, float64:
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "list"
+	case map[string]any:
+		return "object"
+	}
+	return fmt.Sprintf("%T", v)
+}

@@ -1,0 +1,58 @@
+package params
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/heatsible/heatsible/internal/manifest"
+)
+
+// packageFile resolves rel inside the package directory, following symlinks,
+// and refuses anything that ends up outside it or is not a regular file.
+func packageFile(pkgDir, rel string) (string, error) {
+	root, err := filepath.EvalSymlinks(pkgDir)
+	if err != nil {
+		return "", fmt.Errorf("the VNF package directory %q cannot be read: %v", pkgDir, err)
+	}
+	p, err := filepath.EvalSymlinks(filepath.Join(root, filepath.FromSlash(rel)))
+	if err != nil {
+		return "", fmt.Errorf("%q does not exist in the VNF package directory %s", rel, pkgDir)
+	}
+	if r, err := filepath.Rel(root, p); err != nil || r == ".." || strings.HasPrefix(r, "../") {
+		return "", fmt.Errorf("%q resolves to %s, outside the VNF package directory; a symlink may not leave the package", rel, p)
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return "", fmt.Errorf("%q: %v", rel, err)
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%q is not a regular file", rel)
+	}
+	return p, nil
+}
+
+// ReadManifest reads and checks the PersistentVolume manifest at rel inside
+// the package directory.
+func ReadManifest(pkgDir, rel string) (*manifest.PV, error) {
+	p, err := packageFile(pkgDir, rel)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("%q: %v", rel, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, manifest.MaxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%q: %v", rel, err)
+	}
+	pv, err := manifest.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %q %v", rel, err)
+	}
+	return pv, nil
+}

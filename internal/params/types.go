@@ -1,0 +1,115 @@
+// Package params holds the types of Tacker's instantiate request as heatsible
+// reads it, and Validate, which returns every problem at once with its JSON
+// path and the fix.
+//
+// Field names follow Tacker's user guides (the seeds in ../shared/seeds): the
+// request body of POST /vnf_instances/{id}/instantiate carries them under
+// additionalParams.k8s_cluster_installation_param.
+package params
+
+// Request is the part of an instantiate request heatsible acts on.
+type Request struct {
+	// Cluster is additionalParams.k8s_cluster_installation_param.
+	Cluster Cluster
+	// parseProblems are the type errors Parse found; Validate reports them
+	// with its own, so the user sees every problem in one go.
+	parseProblems Problems
+	// Warnings lists fields heatsible does not know (misspelt keys, fields of
+	// newer Tacker versions). They do not fail validation.
+	Warnings []string
+}
+
+// Cluster is additionalParams.k8s_cluster_installation_param.
+type Cluster struct {
+	ScriptPath           string           `json:"script_path"`
+	VimName              string           `json:"vim_name"`
+	MasterNode           *Node            `json:"master_node"`
+	WorkerNode           *Node            `json:"worker_node"`
+	Proxy                *Proxy           `json:"proxy"`
+	StorageServer        *StorageServer   `json:"storage_server"`
+	PVRegistrationParams []PVRegistration `json:"pv_registration_params"`
+	Ansible              *Ansible         `json:"ansible"`
+	ExternalLBParam      *ExternalLB      `json:"external_lb_param"`
+}
+
+// Node is master_node or worker_node.
+type Node struct {
+	// AspectID names the OS::Heat::AutoScalingGroup holding the nodes.
+	AspectID string `json:"aspect_id"`
+	// SSHCPName is the CP heatsible (Ansible) connects to; a floating IP
+	// resource name is allowed.
+	SSHCPName string `json:"ssh_cp_name"`
+	// NICCPName is the CP of the node's internal NIC.
+	NICCPName string `json:"nic_cp_name"`
+	Username  string `json:"username"`
+	Password  string `json:"password"`
+	// PodCIDR, ClusterCIDR, ClusterCPName and ClusterFIPName are master_node
+	// only (Kubernetes install parameters).
+	PodCIDR        string `json:"pod_cidr"`
+	ClusterCIDR    string `json:"cluster_cidr"`
+	ClusterCPName  string `json:"cluster_cp_name"`
+	ClusterFIPName string `json:"cluster_fip_name"`
+}
+
+// Proxy is the proxy the nodes use to reach package mirrors.
+type Proxy struct {
+	HTTPProxy   string `json:"http_proxy"`
+	HTTPSProxy  string `json:"https_proxy"`
+	NoProxy     string `json:"no_proxy"`
+	K8sNodeCIDR string `json:"k8s_node_cidr"`
+}
+
+// StorageServer is the NFS server VM with its Cinder volumes.
+type StorageServer struct {
+	SSHCPName               string        `json:"ssh_cp_name"`
+	NICCPName               string        `json:"nic_cp_name"`
+	Username                string        `json:"username"`
+	Password                string        `json:"password"`
+	CinderVolumeSetupParams []CinderVolume `json:"cinder_volume_setup_params"`
+	NFSServerSetupParams    []NFSExport    `json:"nfs_server_setup_params"`
+	// NFSServerImpl selects the NFS server: "kernel" (default,
+	// nfs-kernel-server) or "ganesha" (nfs-ganesha). heatsible extension.
+	NFSServerImpl string `json:"nfs_server_impl"`
+}
+
+// CinderVolume is one entry of cinder_volume_setup_params.
+type CinderVolume struct {
+	// VolumeResourceID is the Heat resource name of the OS::Cinder::Volume.
+	VolumeResourceID string `json:"volume_resource_id"`
+	MountTo          string `json:"mount_to"`
+}
+
+// NFSExport is one entry of nfs_server_setup_params.
+type NFSExport struct {
+	ExportDir string `json:"export_dir"`
+	// ExportTo is an IP address, a CIDR or a host name.
+	ExportTo string `json:"export_to"`
+	// ExportOptions overrides the default export options (heatsible
+	// extension), e.g. "rw,sync,no_subtree_check,root_squash".
+	ExportOptions string `json:"export_options"`
+}
+
+// PVRegistration is one entry of pv_registration_params.
+type PVRegistration struct {
+	// PVManifestFilePath is relative to the VNF package directory.
+	PVManifestFilePath string `json:"pv_manifest_file_path"`
+	// NFSServerCP names the CP whose address replaces spec.nfs.server.
+	NFSServerCP string `json:"nfs_server_cp"`
+}
+
+// Ansible is the pre-built Ansible host.
+type Ansible struct {
+	IPAddress                 string `json:"ip_address"`
+	Username                  string `json:"username"`
+	Password                  string `json:"password"`
+	KubesprayRootPath         string `json:"kubespray_root_path"`
+	TransferringInventoryPath string `json:"transferring_inventory_path"`
+}
+
+// ExternalLB is the external load balancer VM in front of the masters.
+type ExternalLB struct {
+	SSHCPName   string `json:"ssh_cp_name"`
+	SSHUsername string `json:"ssh_username"`
+	SSHPassword string `json:"ssh_password"`
+	ScriptPath  string `json:"script_path"`
+}

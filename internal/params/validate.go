@@ -1,0 +1,516 @@
+package params
+
+import (
+	"fmt"
+	"net/netip"
+	"net/url"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/heatsible/heatsible/internal/topology"
+)
+
+// Options are what Validate needs besides the request itself.
+type Options struct {
+	// PackageDir is the VNF package directory; manifest and script paths are
+	// relative to it. Empty means "not given".
+	PackageDir string
+}
+
+var (
+	// resourceName is a Heat resource / CP / aspect name as Tacker writes
+	// them. Narrower than Heat allows, on purpose: these names end up in
+	// Ansible variables and log lines.
+	resourceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,254}$`)
+	userName     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,31}$`)
+	// safePath is the character set allowed in paths on the VMs: they are
+	// written into /etc/exports, fstab and ganesha.conf, where a space, a
+	// quote or a parenthesis changes the meaning of the line.
+	safePath = regexp.MustCompile(`^[A-Za-z0-9_./@+-]+$`)
+	// exportOption is one NFS export option (rw, sync, anonuid=65534, ...).
+	exportOption = regexp.MustCompile(`^[a-z_]+(=[A-Za-z0-9_:./-]+)?$`)
+	noProxyItem  = regexp.MustCompile(`^[A-Za-z0-9_.:/*-]+$`)
+)
+
+// systemDirs may not be a mount_to: mounting a volume there hides the system's
+// own files. The ones in systemTrees may not hold a mount_to below them either.
+var (
+	systemDirs  = []string{"/", "/var", "/home", "/opt", "/srv", "/mnt", "/media", "/root", "/var/lib", "/var/log", "/var/tmp", "/var/cache"}
+	systemTrees = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin", "/sys", "/tmp", "/usr", "/var/lib/dpkg", "/var/lib/apt", "/var/lib/nfs"}
+)
+
+const (
+	maxName     = 255
+	maxPassword = 1024
+	maxPath     = 1024
+)
+
+// Validate checks the request on its own and against the package directory,
+// and returns every problem at once (nil when there is none).
+func (r *Request) Validate(opts Options) error {
+	var ps Problems
+	c := &r.Cluster
+	p := Prefix
+	if c.MasterNode == nil {
+		ps.add(p+".master_node", "is missing; give aspect_id, ssh_cp_name, nic_cp_name, username and password of the master nodes")
+	} else {
+		validateNode(&ps, p+".master_node", c.MasterNode, true)
+	}
+	if c.WorkerNode == nil {
+		ps.add(p+".worker_node", "is missing; give aspect_id, ssh_cp_name, nic_cp_name, username and password of the worker nodes")
+	} else {
+		validateNode(&ps, p+".worker_node", c.WorkerNode, false)
+	}
+	if c.Proxy != nil {
+		validateProxy(&ps, p+".proxy", c.Proxy)
+	}
+	if c.StorageServer != nil {
+		validateStorage(&ps, p+".storage_server", c.StorageServer)
+	}
+	pvNames := map[string]int{}
+	for i := range c.PVRegistrationParams {
+		pp := fmt.Sprintf("%s.pv_registration_params[%d]", p, i)
+		reg := &c.PVRegistrationParams[i]
+		checkName(&ps, pp+".nfs_server_cp", reg.NFSServerCP, true)
+		if !checkPackageFile(&ps, pp+".pv_manifest_file_path", reg.PVManifestFilePath, opts) {
+			continue
+		}
+		pv, err := ReadManifest(opts.PackageDir, reg.PVManifestFilePath)
+		if err != nil {
+			ps.add(pp+".pv_manifest_file_path", "%v", err)
+			continue
+		}
+		if j, dup := pvNames[pv.Name]; dup {
+			ps.add(pp+".pv_manifest_file_path", "defines the PV %q, as pv_registration_params[%d] does; give each PV its own name", pv.Name, j)
+		}
+		pvNames[pv.Name] = i
+	}
+	if c.Ansible != nil {
+		validateAnsible(&ps, p+".ansible", c.Ansible)
+	}
+	if lb := c.ExternalLBParam; lb != nil {
+		lp := p + ".external_lb_param"
+		checkName(&ps, lp+".ssh_cp_name", lb.SSHCPName, true)
+		checkUser(&ps, lp+".ssh_username", lb.SSHUsername)
+		checkPassword(&ps, lp+".ssh_password", lb.SSHPassword)
+		if checkPackageFile(&ps, lp+".script_path", lb.ScriptPath, opts) {
+			if _, err := packageFile(opts.PackageDir, lb.ScriptPath); err != nil {
+				ps.add(lp+".script_path", "%v", err)
+			}
+		}
+	}
+	return mergeProblems(r.parseProblems, ps).Err()
+}
+
+// mergeProblems puts the type errors first and drops later problems about
+// the same field or its children ("is missing" after "is a JSON string").
+func mergeProblems(typeErrs, others Problems) Problems {
+	out := append(Problems(nil), typeErrs...)
+	for _, p := range others {
+		shadowed := false
+		for _, t := range typeErrs {
+			if p.Path == t.Path || strings.HasPrefix(p.Path, t.Path+".") || strings.HasPrefix(p.Path, t.Path+"[") {
+				shadowed = true
+				break
+			}
+		}
+		if !shadowed {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func validateNode(ps *Problems, p string, n *Node, master bool) {
+	checkName(ps, p+".aspect_id", n.AspectID, true)
+	checkName(ps, p+".ssh_cp_name", n.SSHCPName, true)
+	checkName(ps, p+".nic_cp_name", n.NICCPName, true)
+	checkUser(ps, p+".username", n.Username)
+	checkPassword(ps, p+".password", n.Password)
+	if !master {
+		for _, f := range []struct{ name, v string }{{"pod_cidr", n.PodCIDR}, {"cluster_cidr", n.ClusterCIDR}, {"cluster_cp_name", n.ClusterCPName}, {"cluster_fip_name", n.ClusterFIPName}} {
+			if f.v != "" {
+				ps.add(p+"."+f.name, "belongs to master_node only; remove it here")
+			}
+		}
+		return
+	}
+	checkCIDR(ps, p+".pod_cidr", n.PodCIDR, false)
+	checkCIDR(ps, p+".cluster_cidr", n.ClusterCIDR, false)
+	checkName(ps, p+".cluster_cp_name", n.ClusterCPName, false)
+	checkName(ps, p+".cluster_fip_name", n.ClusterFIPName, false)
+}
+
+func validateProxy(ps *Problems, p string, pr *Proxy) {
+	for _, f := range []struct{ name, v string }{{"http_proxy", pr.HTTPProxy}, {"https_proxy", pr.HTTPSProxy}} {
+		if f.v == "" {
+			continue
+		}
+		u, err := url.Parse(f.v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || hasControl(f.v) || strings.ContainsAny(f.v, " \t") {
+			ps.add(p+"."+f.name, "is not an http:// or https:// URL with a host; write it as http://[user:password@]host:port")
+			continue
+		}
+		if port := u.Port(); port != "" && !isPort(port) {
+			ps.add(p+"."+f.name, "has port %q, which is not a number from 1 to 65535", port)
+		}
+	}
+	if pr.NoProxy != "" {
+		for _, item := range strings.Split(pr.NoProxy, ",") {
+			if !noProxyItem.MatchString(item) {
+				ps.add(p+".no_proxy", "has the entry %q; write a comma-separated list of hosts, domains or CIDRs with no spaces", item)
+				break
+			}
+		}
+	}
+	checkCIDR(ps, p+".k8s_node_cidr", pr.K8sNodeCIDR, false)
+}
+
+func validateStorage(ps *Problems, p string, s *StorageServer) {
+	checkName(ps, p+".ssh_cp_name", s.SSHCPName, true)
+	checkName(ps, p+".nic_cp_name", s.NICCPName, true)
+	checkUser(ps, p+".username", s.Username)
+	checkPassword(ps, p+".password", s.Password)
+	switch s.NFSServerImpl {
+	case "", "kernel", "ganesha":
+	default:
+		ps.add(p+".nfs_server_impl", "%q is neither \"kernel\" nor \"ganesha\"", s.NFSServerImpl)
+	}
+	if len(s.CinderVolumeSetupParams) == 0 {
+		ps.add(p+".cinder_volume_setup_params", "is empty or missing; give at least one {volume_resource_id, mount_to}")
+	}
+	if len(s.NFSServerSetupParams) == 0 {
+		ps.add(p+".nfs_server_setup_params", "is empty or missing; give at least one {export_dir, export_to}")
+	}
+	resources := map[string]int{}
+	mounts := map[string]int{}
+	var goodMounts []string
+	for i, v := range s.CinderVolumeSetupParams {
+		vp := fmt.Sprintf("%s.cinder_volume_setup_params[%d]", p, i)
+		if checkName(ps, vp+".volume_resource_id", v.VolumeResourceID, true) {
+			if j, dup := resources[v.VolumeResourceID]; dup {
+				ps.add(vp+".volume_resource_id", "%q is also cinder_volume_setup_params[%d]; mount each volume once", v.VolumeResourceID, j)
+			}
+			resources[v.VolumeResourceID] = i
+		}
+		if !checkPath(ps, vp+".mount_to", v.MountTo, true) {
+			continue
+		}
+		if j, dup := mounts[v.MountTo]; dup {
+			ps.add(vp+".mount_to", "%q is also cinder_volume_setup_params[%d].mount_to; give each volume its own directory", v.MountTo, j)
+			continue
+		}
+		mounts[v.MountTo] = i
+		if msg := systemDirProblem(v.MountTo); msg != "" {
+			ps.add(vp+".mount_to", "%s", msg)
+			continue
+		}
+		goodMounts = append(goodMounts, v.MountTo)
+	}
+	exports := map[string]int{}
+	for i, e := range s.NFSServerSetupParams {
+		ep := fmt.Sprintf("%s.nfs_server_setup_params[%d]", p, i)
+		if checkPath(ps, ep+".export_dir", e.ExportDir, true) {
+			if j, dup := exports[e.ExportDir]; dup {
+				ps.add(ep+".export_dir", "%q is also nfs_server_setup_params[%d].export_dir; export each directory once (list several clients by giving a CIDR that covers them)", e.ExportDir, j)
+			}
+			exports[e.ExportDir] = i
+			if len(goodMounts) > 0 && under(e.ExportDir, goodMounts) == "" {
+				ps.add(ep+".export_dir", "%q is not on any volume (mount_to: %s); its data would land on the server's root disk and be lost on heal. Put it under a mount_to", e.ExportDir, strings.Join(goodMounts, ", "))
+			}
+		}
+		checkExportTo(ps, ep+".export_to", e.ExportTo)
+		if e.ExportOptions != "" {
+			for _, o := range strings.Split(e.ExportOptions, ",") {
+				if !exportOption.MatchString(o) {
+					ps.add(ep+".export_options", "has the option %q; write comma-separated NFS export options such as rw,sync,no_subtree_check (no spaces or parentheses)", o)
+					break
+				}
+			}
+		}
+	}
+}
+
+func validateAnsible(ps *Problems, p string, a *Ansible) {
+	checkHost(ps, p+".ip_address", a.IPAddress, true)
+	checkUser(ps, p+".username", a.Username)
+	checkPassword(ps, p+".password", a.Password)
+	if a.KubesprayRootPath != "" || a.TransferringInventoryPath != "" {
+		checkPath(ps, p+".kubespray_root_path", a.KubesprayRootPath, true)
+		if checkPath(ps, p+".transferring_inventory_path", a.TransferringInventoryPath, true) {
+			if msg := systemDirProblem(a.TransferringInventoryPath); msg != "" && a.TransferringInventoryPath != "/tmp" && !strings.HasPrefix(a.TransferringInventoryPath, "/tmp/") {
+				ps.add(p+".transferring_inventory_path", "%s", msg)
+			}
+		}
+	}
+}
+
+// checkName checks a Heat resource / CP / aspect name. It reports whether the
+// value is present and well-formed.
+func checkName(ps *Problems, p, v string, required bool) bool {
+	switch {
+	case v == "":
+		if required {
+			ps.add(p, "is missing; give the Heat resource name")
+		}
+		return false
+	case len(v) > maxName:
+		ps.add(p, "is %d characters long; a Heat resource name has at most %d", len(v), maxName)
+	case !resourceName.MatchString(v):
+		ps.add(p, "%s is not a Heat resource name; use ASCII letters, digits, '_', '-', '.' and ':' only", quote(v))
+	default:
+		return true
+	}
+	return false
+}
+
+func checkUser(ps *Problems, p, v string) {
+	switch {
+	case v == "":
+		ps.add(p, "is missing; give the SSH user name")
+	case !userName.MatchString(v):
+		ps.add(p, "%s is not a valid user name; use at most 32 ASCII letters, digits, '_', '.' or '-', starting with a letter or '_'", quote(v))
+	}
+}
+
+func checkPassword(ps *Problems, p, v string) {
+	// The value itself is never echoed: it is a secret.
+	switch {
+	case v == "":
+		ps.add(p, "is missing; give the SSH password")
+	case len(v) > maxPassword:
+		ps.add(p, "is longer than %d bytes", maxPassword)
+	case hasControl(v):
+		ps.add(p, "contains a control character (newline, tab, NUL, ...); remove it")
+	}
+}
+
+// checkPath checks an absolute path on a VM. It reports whether the value is
+// present and well-formed.
+func checkPath(ps *Problems, p, v string, required bool) bool {
+	switch {
+	case v == "":
+		if required {
+			ps.add(p, "is missing; give an absolute directory path")
+		}
+		return false
+	case len(v) > maxPath:
+		ps.add(p, "is %d characters long; the limit is %d", len(v), maxPath)
+	case !strings.HasPrefix(v, "/"):
+		ps.add(p, "%s is not an absolute path; start it with /", quote(v))
+	case !safePath.MatchString(v):
+		ps.add(p, "%s contains characters that are not allowed in a path here; use ASCII letters, digits and _ . / @ + - only (no spaces, quotes, ';', parentheses, '*' or non-ASCII look-alikes)", quote(v))
+	case hasDotDot(v):
+		ps.add(p, "%s contains a '..' component; give the real directory", quote(v))
+	case path.Clean(v) != v:
+		ps.add(p, "%s is not a clean path; write it as %q", quote(v), path.Clean(v))
+	default:
+		return true
+	}
+	return false
+}
+
+// checkPackageFile checks the form of a path relative to the VNF package
+// directory. It reports whether the file can be looked up.
+func checkPackageFile(ps *Problems, p, v string, opts Options) bool {
+	// Tacker writes these as "./Scripts/x.sh" as often as "Scripts/x.sh".
+	v = strings.TrimPrefix(v, "./")
+	switch {
+	case v == "":
+		ps.add(p, "is missing; give a path relative to the VNF package directory")
+	case len(v) > maxPath:
+		ps.add(p, "is %d characters long; the limit is %d", len(v), maxPath)
+	case hasControl(v):
+		ps.add(p, "contains a control character; remove it")
+	case strings.HasPrefix(v, "/"):
+		ps.add(p, "%s is absolute; give a path relative to the VNF package directory, e.g. Files/kubernetes/pv.yaml", quote(v))
+	case hasDotDot(v):
+		ps.add(p, "%s contains '..'; a file must lie inside the VNF package directory", quote(v))
+	case opts.PackageDir == "":
+		ps.add(p, "cannot be checked without the VNF package directory; pass --package DIR")
+	default:
+		return true
+	}
+	return false
+}
+
+func checkExportTo(ps *Problems, p, v string) {
+	switch {
+	case v == "":
+		ps.add(p, "is missing; give the IP address, CIDR or host name of the NFS clients")
+		return
+	case strings.Contains(v, "*"):
+		ps.add(p, "%s contains '*'; wildcards would export to anyone. Give an IP address, a CIDR or a host name", quote(v))
+		return
+	case strings.Contains(v, "/"):
+		pr, err := netip.ParsePrefix(v)
+		if err != nil {
+			ps.add(p, "%s is not an IP address or CIDR (write e.g. 10.10.0.0/24)", quote(v))
+			return
+		}
+		if pr.Bits() == 0 {
+			ps.add(p, "%s exports to every address; give the cluster's network", quote(v))
+		}
+		return
+	}
+	if _, err := netip.ParseAddr(v); err == nil {
+		return
+	}
+	if !topology.ValidHostname(v) {
+		ps.add(p, "%s is not an IP address, a CIDR or a host name", quote(v))
+	}
+}
+
+func checkCIDR(ps *Problems, p, v string, required bool) {
+	if v == "" {
+		if required {
+			ps.add(p, "is missing; give a CIDR such as 10.10.0.0/24")
+		}
+		return
+	}
+	if _, err := netip.ParsePrefix(v); err != nil {
+		ps.add(p, "%s is not a CIDR; write it as 10.10.0.0/24", quote(v))
+	}
+}
+
+func checkHost(ps *Problems, p, v string, required bool) {
+	if v == "" {
+		if required {
+			ps.add(p, "is missing; give an IP address or host name")
+		}
+		return
+	}
+	if !topology.ValidAddress(v) {
+		ps.add(p, "%s is not an IP address or host name", quote(v))
+	}
+}
+
+func systemDirProblem(dir string) string {
+	for _, d := range systemDirs {
+		if dir == d {
+			return fmt.Sprintf("%q is a system directory; mounting a volume there hides the system's own files. Use a directory of its own, e.g. /volume", dir)
+		}
+	}
+	if t := under(dir, systemTrees); t != "" {
+		return fmt.Sprintf("%q is inside the system directory %s; use a directory of its own, e.g. /volume", dir, t)
+	}
+	return ""
+}
+
+// under returns the first of dirs that is p or an ancestor of p.
+func under(p string, dirs []string) string {
+	for _, d := range dirs {
+		if p == d || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/") {
+			return d
+		}
+	}
+	return ""
+}
+
+func hasDotDot(p string) bool {
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+func hasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+func isPort(s string) bool {
+	n := 0
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+		n = n*10 + int(r-'0')
+		if n > 65535 {
+			return false
+		}
+	}
+	return n >= 1
+}
+
+// quote shows a user's value in an error message, escaped and cut short so a
+// hostile value cannot flood the terminal or forge further lines.
+func quote(v string) string {
+	const max = 80
+	if len(v) > max {
+		return fmt.Sprintf("%q... (%d bytes)", v[:max], len(v))
+	}
+	return fmt.Sprintf("%q", v)
+}
+
+// ValidateTopology checks that every name the request refers to exists in
+// the discovered (or loaded) topology. It runs once the topology is known,
+// still before anything on any host is touched.
+func (r *Request) ValidateTopology(t *topology.Topology) error {
+	var ps Problems
+	c := &r.Cluster
+	p := Prefix
+	if len(t.ByRole(topology.RoleMaster)) == 0 {
+		ps.add(p+".master_node.aspect_id", "the cluster has no master node (topology of %s); check the aspect_id and the stack", t.Cluster)
+	}
+	if s := c.StorageServer; s != nil {
+		if len(t.ByRole(topology.RoleStorage)) != 1 {
+			ps.add(p+".storage_server", "the topology of %s has %d storage nodes; want exactly one", t.Cluster, len(t.ByRole(topology.RoleStorage)))
+		}
+		for i, v := range s.CinderVolumeSetupParams {
+			if _, ok := t.Volume(v.VolumeResourceID); !ok && v.VolumeResourceID != "" {
+				ps.add(fmt.Sprintf("%s.storage_server.cinder_volume_setup_params[%d].volume_resource_id", p, i),
+					"%s is not a volume of %s (it has: %s); use the OS::Cinder::Volume resource name", quote(v.VolumeResourceID), t.Cluster, volumeNames(t))
+			}
+		}
+	}
+	for i, pv := range c.PVRegistrationParams {
+		if _, ok := t.CPs[pv.NFSServerCP]; !ok && pv.NFSServerCP != "" {
+			ps.add(fmt.Sprintf("%s.pv_registration_params[%d].nfs_server_cp", p, i),
+				"%s is not a CP of %s (it has: %s); use the storage server's CP name", quote(pv.NFSServerCP), t.Cluster, cpNames(t))
+		}
+	}
+	if m := c.MasterNode; m != nil && m.ClusterCPName != "" {
+		if _, ok := t.CPs[m.ClusterCPName]; !ok {
+			ps.add(p+".master_node.cluster_cp_name", "%s is not a CP of %s (it has: %s)", quote(m.ClusterCPName), t.Cluster, cpNames(t))
+		}
+	}
+	if lb := c.ExternalLBParam; lb != nil && lb.SSHCPName != "" {
+		_, isCP := t.CPs[lb.SSHCPName]
+		if !isCP && len(t.ByRole(topology.RoleExternalLB)) == 0 {
+			ps.add(p+".external_lb_param.ssh_cp_name", "%s is not a CP of %s and the topology has no external_lb node", quote(lb.SSHCPName), t.Cluster)
+		}
+	}
+	return ps.Err()
+}
+
+func cpNames(t *topology.Topology) string {
+	if len(t.CPs) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(t.CPs))
+	for k := range t.CPs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ", ")
+}
+
+func volumeNames(t *topology.Topology) string {
+	if len(t.Volumes) == 0 {
+		return "none"
+	}
+	names := make([]string, len(t.Volumes))
+	for i, v := range t.Volumes {
+		names[i] = v.Resource
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,148 @@
+// Package inventory builds heatsible's Ansible inventory from a cluster
+// topology and writes it as INI or YAML. The layout is kubespray's
+// (kube_control_plane, etcd, kube_node, calico_rr, k8s_cluster) plus the
+// storage groups nfs_server and nfs_client.
+//
+// No secret ever goes into an inventory: passwords travel in a separate
+// 0600 vars file that the runner removes after the run.
+package inventory
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/heatsible/heatsible/internal/topology"
+)
+
+// Group names.
+const (
+	GroupAll              = "all"
+	GroupKubeControlPlane = "kube_control_plane"
+	GroupEtcd             = "etcd"
+	GroupKubeNode         = "kube_node"
+	GroupCalicoRR         = "calico_rr"
+	GroupK8sCluster       = "k8s_cluster"
+	GroupNFSServer        = "nfs_server"
+	GroupNFSClient        = "nfs_client"
+	GroupExternalLB       = "external_lb"
+)
+
+// Var is one host variable. Order is kept so the output is stable.
+type Var struct {
+	Name, Value string
+}
+
+// Host is one inventory host.
+type Host struct {
+	Name string
+	Vars []Var
+}
+
+// Group is one inventory group: direct hosts and/or child groups.
+type Group struct {
+	Name     string
+	Hosts    []string
+	Children []string
+}
+
+// Inventory is the whole inventory. Hosts is what Ansible calls "all".
+type Inventory struct {
+	Hosts  []Host
+	Groups []Group
+}
+
+// Users gives the SSH user per node role (from the request).
+type Users struct {
+	Master, Worker, Storage, ExternalLB string
+}
+
+func (u Users) of(r topology.Role) string {
+	switch r {
+	case topology.RoleMaster:
+		return u.Master
+	case topology.RoleWorker:
+		return u.Worker
+	case topology.RoleStorage:
+		return u.Storage
+	case topology.RoleExternalLB:
+		return u.ExternalLB
+	}
+	return ""
+}
+
+// safeValue is what heatsible lets into an inventory value: host names, IP
+// addresses (v4 and v6) and user names. Anything else would need Ansible's
+// INI quoting, and nothing heatsible writes needs it.
+var safeValue = regexp.MustCompile(`^[A-Za-z0-9_.:@-]+$`)
+
+// Build makes the inventory of t. Every node becomes a host named as in the
+// topology; ansible_host is its SSH address, ip its internal address.
+func Build(t *topology.Topology, users Users) (*Inventory, error) {
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	inv := &Inventory{}
+	byRole := map[topology.Role][]string{}
+	for _, n := range t.Nodes {
+		user := users.of(n.Role)
+		vars := []Var{{"ansible_host", n.SSHAddress}, {"ip", n.Address}}
+		if user != "" {
+			vars = append(vars, Var{"ansible_user", user})
+		}
+		for _, v := range vars {
+			if !safeValue.MatchString(v.Value) {
+				return nil, fmt.Errorf("inventory: host %s: %s %q has characters an inventory cannot hold safely", n.Name, v.Name, v.Value)
+			}
+		}
+		inv.Hosts = append(inv.Hosts, Host{Name: n.Name, Vars: vars})
+		byRole[n.Role] = append(byRole[n.Role], n.Name)
+	}
+	masters, workers := byRole[topology.RoleMaster], byRole[topology.RoleWorker]
+	inv.Groups = []Group{
+		{Name: GroupKubeControlPlane, Hosts: masters},
+		{Name: GroupEtcd, Hosts: masters},
+		{Name: GroupKubeNode, Hosts: workers},
+		{Name: GroupCalicoRR},
+		{Name: GroupK8sCluster, Children: []string{GroupKubeControlPlane, GroupKubeNode, GroupCalicoRR}},
+		{Name: GroupNFSServer, Hosts: byRole[topology.RoleStorage]},
+		{Name: GroupNFSClient, Children: []string{GroupKubeControlPlane, GroupKubeNode}},
+	}
+	if lb := byRole[topology.RoleExternalLB]; len(lb) > 0 {
+		inv.Groups = append(inv.Groups, Group{Name: GroupExternalLB, Hosts: lb})
+	}
+	return inv, nil
+}
+
+// Group returns the group called name.
+func (inv *Inventory) Group(name string) (Group, bool) {
+	for _, g := range inv.Groups {
+		if g.Name == name {
+			return g, true
+		}
+	}
+	return Group{}, false
+}
+
+// Without returns a copy of inv without the named hosts (scale-in).
+func (inv *Inventory) Without(names ...string) *Inventory {
+	drop := map[string]bool{}
+	for _, n := range names {
+		drop[n] = true
+	}
+	out := &Inventory{}
+	for _, h := range inv.Hosts {
+		if !drop[h.Name] {
+			out.Hosts = append(out.Hosts, h)
+		}
+	}
+	for _, g := range inv.Groups {
+		ng := Group{Name: g.Name, Children: g.Children}
+		for _, h := range g.Hosts {
+			if !drop[h] {
+				ng.Hosts = append(ng.Hosts, h)
+			}
+		}
+		out.Groups = append(out.Groups, ng)
+	}
+	return out
+}
