@@ -61,10 +61,10 @@ type Proxy struct {
 
 // StorageServer is the NFS server VM with its Cinder volumes.
 type StorageServer struct {
-	SSHCPName               string        `json:"ssh_cp_name"`
-	NICCPName               string        `json:"nic_cp_name"`
-	Username                string        `json:"username"`
-	Password                string        `json:"password"`
+	SSHCPName               string         `json:"ssh_cp_name"`
+	NICCPName               string         `json:"nic_cp_name"`
+	Username                string         `json:"username"`
+	Password                string         `json:"password"`
 	CinderVolumeSetupParams []CinderVolume `json:"cinder_volume_setup_params"`
 	NFSServerSetupParams    []NFSExport    `json:"nfs_server_setup_params"`
 	// NFSServerImpl selects the NFS server: "kernel" (default,
