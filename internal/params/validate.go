@@ -15,8 +15,17 @@ import (
 // Options are what Validate needs besides the request itself.
 type Options struct {
 	// PackageDir is the VNF package directory; manifest and script paths are
-	// relative to it. Empty means "not given".
+	// relative to it.
 	PackageDir string
+	// RequirePackage makes a missing PackageDir a problem when the request
+	// names package files. Without it, those files are only checked for form
+	// (commands that do not read them, such as inventory).
+	RequirePackage bool
+}
+
+// NeedsPackage reports whether the request names files of the VNF package.
+func (r *Request) NeedsPackage() bool {
+	return len(r.Cluster.PVRegistrationParams) > 0 || r.Cluster.ExternalLBParam != nil
 }
 
 var (
@@ -329,7 +338,9 @@ func checkPackageFile(ps *Problems, p, v string, opts Options) bool {
 	case hasDotDot(v):
 		ps.add(p, "%s contains '..'; a file must lie inside the VNF package directory", quote(v))
 	case opts.PackageDir == "":
-		ps.add(p, "cannot be checked without the VNF package directory; pass --package DIR")
+		if opts.RequirePackage {
+			ps.add(p, "cannot be read without the VNF package directory; pass --package DIR")
+		}
 	default:
 		return true
 	}

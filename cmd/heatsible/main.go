@@ -1,0 +1,140 @@
+// Command heatsible configures the storage (and optionally the kubespray)
+// side of a Kubernetes cluster deployed as a VNF on OpenStack: it reads the
+// cluster's Heat stack, builds an Ansible inventory and runs embedded roles on
+// the cluster's VMs. See README.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heatsible/heatsible/internal/fail"
+	"github.com/heatsible/heatsible/internal/params"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// globals are the flags every command has.
+type globals struct {
+	output  string
+	verbose bool
+	stdout  io.Writer
+	stderr  io.Writer
+}
+
+func (g *globals) json() bool { return g.output == "json" }
+
+// run is main without the process: tests call it.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	g := &globals{stdout: stdout, stderr: stderr}
+	root := newRoot(g)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return fail.OK
+	}
+	code := fail.Code(err)
+	if code == fail.Internal && isUsageError(err) {
+		code = fail.Invalid
+	}
+	report(g, err, code)
+	return code
+}
+
+func newRoot(g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "heatsible",
+		Short: "NFS-backed PersistentVolumes for a Kubernetes VNF on OpenStack, from its Heat stack",
+		Long: `heatsible reads a Kubernetes cluster VNF's OpenStack Heat stack (or a topology
+file saved from it), builds an Ansible inventory, and runs embedded Ansible roles
+on the cluster's VMs so the cluster gets NFS-backed PersistentVolumes:
+a Cinder volume formatted (only if empty) and mounted on the storage server,
+exported over NFS, the NFS client on every node, and the PVs registered.
+
+Start here:
+  heatsible validate  --request req.json --package ./pkg      check a request, touch nothing
+  heatsible topology  --request req.json --stack my-vnf        see what Heat says (save it with --save)
+  heatsible inventory --request req.json --topology topo.yaml  print the Ansible inventory
+
+OpenStack credentials are read the usual way: OS_CLOUD with clouds.yaml, or OS_*
+variables (OS_AUTH_URL, OS_USERNAME, OS_PASSWORD, OS_PROJECT_NAME, ...).
+
+Exit codes: 0 ok, 1 internal error, 2 invalid input, 3 host unreachable,
+4 a task failed, 5 OpenStack/Heat error, 6 refused for safety, 130 interrupted.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVarP(&g.output, "output", "o", "text", "output format: text, or json for hooks and scripts")
+	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "say more about what is happening")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if g.output != "text" && g.output != "json" {
+			return fail.With(fail.Invalid, fmt.Errorf("--output %q: want text or json", g.output))
+		}
+		return nil
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fail.With(fail.Invalid, err) })
+	root.AddCommand(newValidate(g), newTopology(g), newInventory(g), newVersion(g))
+	return root
+}
+
+// report prints err for a human (or as JSON) on stderr.
+func report(g *globals, err error, code int) {
+	var ps params.Problems
+	hasProblems := errors.As(err, &ps)
+	if g.json() {
+		out := map[string]any{"ok": false, "exit_code": code, "error": err.Error()}
+		if hasProblems {
+			list := make([]map[string]string, len(ps))
+			for i, p := range ps {
+				list[i] = map[string]string{"path": p.Path, "message": p.Msg}
+			}
+			out["problems"] = list
+		}
+		enc := json.NewEncoder(g.stderr)
+		enc.SetIndent("", "  ")
+		enc.Encode(out)
+		return
+	}
+	if hasProblems {
+		noun := "problems"
+		if len(ps) == 1 {
+			noun = "problem"
+		}
+		fmt.Fprintf(g.stderr, "heatsible: invalid input, %d %s (nothing was touched):\n", len(ps), noun)
+		for _, p := range ps {
+			fmt.Fprintf(g.stderr, "  %s\n", p)
+		}
+		return
+	}
+	fmt.Fprintf(g.stderr, "heatsible: %v\n", err)
+}
+
+func isUsageError(err error) bool {
+	// cobra's own errors for unknown commands and missing required flags.
+	msg := err.Error()
+	for _, s := range []string{"unknown command", "unknown flag", "required flag", "accepts ", "invalid argument"} {
+		if contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(s, sub string) bool {
+	return len(sub) <= len(s) && (s[:len(sub)] == sub || contains(s[1:], sub))
+}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func newValidate(g *globals) *cobra.Command {
+	var in inputs
+	cmd := &cobra.Command{
+		Use:   "validate --request FILE [--package DIR]",
+		Short: "Check an instantiate request without touching anything",
+		Long: `validate reads the instantiate request and reports every problem at once, each
+with its JSON path and how to fix it. It connects to nothing.
+
+With --package it also checks that every PV manifest exists inside the VNF
+package directory and holds exactly one PersistentVolume (nfs or csi source);
+without it, manifest paths are only checked for form.
+
+Exit 0 if the request is valid, 2 with every problem on stderr otherwise.
+Unknown fields are reported as warnings and do not fail validation.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			req, err := in.loadRequest(g, false)
+			if err != nil {
+				return err
+			}
+			note := ""
+			if in.pkg == "" && req.NeedsPackage() {
+				note = "package files not checked: pass --package DIR to check the PV manifests"
+			}
+			if g.json() {
+				enc := json.NewEncoder(g.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{"ok": true, "warnings": append([]string{}, req.Warnings...), "note": note})
+			}
+			if note != "" {
+				fmt.Fprintf(g.stderr, "heatsible: note: %s\n", note)
+			}
+			fmt.Fprintln(g.stdout, "valid")
+			return nil
+		},
+	}
+	in.addRequest(cmd)
+	in.addPackage(cmd)
+	return cmd
+}
