@@ -1,0 +1,44 @@
+# heatsible. `make help` lists the targets.
+GO       ?= go
+BIN      := bin/heatsible
+GOFLAGS  ?=
+export GOTOOLCHAIN := local
+
+.DEFAULT_GOAL := build
+.PHONY: help build deps unit test e2e lint demo clean
+
+help:
+	@echo "make build          build $(BIN)"
+	@echo "make demo           install deps, bring the test bed up, run heatsible on it (fresh machine: ~20 min the first time)"
+	@echo "make test           everything: deps, test bed, unit + e2e tests, smoke, lint"
+	@echo "make unit           unit tests only (no test bed)"
+	@echo "make lint           gofmt, go vet, ansible-lint, shellcheck"
+	@echo "make testbed-up|testbed-down|testbed-status|testbed-smoke   the local test bed (docs/testbed.md)"
+
+build:
+	$(GO) build -trimpath -o $(BIN) ./cmd/heatsible
+
+deps:
+	scripts/deps.sh
+
+# Unit tests: no test bed. Tests that need one skip with the reason.
+unit:
+	$(GO) test ./...
+
+# Everything, on a fresh machine too: the README's test command and what CI runs.
+test: deps build
+	scripts/test-all.sh
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
+	$(GO) vet ./...
+	cd roles && ansible-lint --offline -q .
+	shellcheck -x scripts/*.sh testbed/bin/bed testbed/*/*.sh .ci/run
+
+demo: deps build
+	scripts/demo.sh
+
+clean:
+	rm -rf bin
+
+include testbed/testbed.mk

@@ -1,0 +1,65 @@
+// Package playbooks holds heatsible's per-operation playbook templates and
+// renders them. Templates are Go text/template with sprig functions and the
+// delimiters [[ ]], so Jinja2's {{ }} passes through to Ansible untouched.
+package playbooks
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"sort"
+	"strings"
+	"text/template"
+
+	"github.com/Masterminds/sprig/v3"
+)
+
+//go:embed *.yml.tmpl
+var files embed.FS
+
+// Data is what a template sees.
+type Data struct {
+	// Cluster is the cluster (stack) name, for play names and logs.
+	Cluster string
+	// Operation is the CLI name of the operation, e.g. instantiate-end.
+	Operation string
+	// FirstMaster is the inventory name of the master that runs kubectl.
+	FirstMaster string
+	// Storage is true when the request has storage_server.
+	Storage bool
+	// PVs is true when the request has pv_registration_params.
+	PVs bool
+	// PVState is present (register) or absent (unregister).
+	PVState string
+	// Version is heatsible's version, written into the header.
+	Version string
+}
+
+// Operations lists the operations that have a template.
+func Operations() []string {
+	entries, _ := files.ReadDir(".")
+	var ops []string
+	for _, e := range entries {
+		ops = append(ops, strings.ReplaceAll(strings.TrimSuffix(e.Name(), ".yml.tmpl"), "_", "-"))
+	}
+	sort.Strings(ops)
+	return ops
+}
+
+// Render renders the playbook of operation op.
+func Render(op string, d Data) ([]byte, error) {
+	name := strings.ReplaceAll(op, "-", "_") + ".yml.tmpl"
+	src, err := files.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("no playbook for operation %q (have: %s)", op, strings.Join(Operations(), ", "))
+	}
+	t, err := template.New(name).Delims("[[", "]]").Funcs(sprig.TxtFuncMap()).Option("missingkey=error").Parse(string(src))
+	if err != nil {
+		return nil, fmt.Errorf("playbook template %s: %w", name, err)
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, d); err != nil {
+		return nil, fmt.Errorf("rendering playbook %s: %w", name, err)
+	}
+	return buf.Bytes(), nil
+}

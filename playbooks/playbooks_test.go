@@ -1,0 +1,80 @@
+package playbooks
+
+import (
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func TestRenderGolden(t *testing.T) {
+	cases := map[string]Data{
+		"instantiate_end":            {Cluster: "k8s-a", Operation: "instantiate-end", FirstMaster: "master-0", Storage: true, PVs: true, PVState: "present", Version: "test"},
+		"instantiate_end_no_storage": {Cluster: "k8s-a", Operation: "instantiate-end", FirstMaster: "master-0", Version: "test"},
+	}
+	for name, d := range cases {
+		t.Run(name, func(t *testing.T) {
+			out, err := Render(d.Operation, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var plays []map[string]any
+			if err := yaml.Unmarshal(out, &plays); err != nil {
+				t.Fatalf("not YAML: %v\n%s", err, out)
+			}
+			if strings.Contains(string(out), "[[") {
+				t.Errorf("template delimiters left in the output:\n%s", out)
+			}
+			golden := filepath.Join("testdata", name+".yml")
+			if *update {
+				os.MkdirAll("testdata", 0o755)
+				os.WriteFile(golden, out, 0o644)
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update)", err)
+			}
+			if string(out) != string(want) {
+				t.Errorf("differs from %s:\n%s", golden, out)
+			}
+		})
+	}
+}
+
+func TestUnknownOperation(t *testing.T) {
+	if _, err := Render("explode", Data{}); err == nil || !strings.Contains(err.Error(), "instantiate-end") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestSyntaxCheck runs ansible-playbook --syntax-check on every rendered
+// playbook, with the embedded roles on the roles path.
+func TestSyntaxCheck(t *testing.T) {
+	if _, err := exec.LookPath("ansible-playbook"); err != nil {
+		t.Skip("ansible-playbook not installed (apt-get install ansible); .ci/run installs it")
+	}
+	dir := t.TempDir()
+	for _, op := range Operations() {
+		out, err := Render(op, Data{Cluster: "c", Operation: op, FirstMaster: "m", Storage: true, PVs: true, PVState: "present", Version: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pb := filepath.Join(dir, op+".yml")
+		os.WriteFile(pb, out, 0o644)
+		inv := filepath.Join(dir, "hosts.ini")
+		os.WriteFile(inv, []byte("[nfs_server]\ns\n[kube_control_plane]\nm\n[kube_node]\nw\n[nfs_client:children]\nkube_control_plane\nkube_node\n"), 0o644)
+		cmd := exec.Command("ansible-playbook", "--syntax-check", "-i", inv, pb)
+		rolesDir, _ := filepath.Abs("../roles")
+		cmd.Env = append(os.Environ(), "ANSIBLE_ROLES_PATH="+rolesDir, "ANSIBLE_HOME="+dir, "ANSIBLE_LOCAL_TEMP="+dir)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s: %v\n%s", op, err, b)
+		}
+	}
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs every test: brings the local test bed up (hosts, NFS, Kubernetes
+# control plane, Keystone + Heat), runs the Go tests (unit and end-to-end)
+# against it, the bed's smoke test and the linters, then takes the bed down.
+# KEEP_BED=1 leaves the bed running afterwards (for a developer re-running
+# one test).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH=/usr/local/go/bin:$PATH GOTOOLCHAIN=local
+
+t0=$(date +%s)
+phase() { echo "== [$(( $(date +%s) - t0 )) s] $*"; }
+
+if [ "${KEEP_BED:-0}" != 1 ]; then
+  trap 'phase "test bed down"; testbed/bin/bed down || true' EXIT
+fi
+
+phase "test bed up"
+testbed/bin/bed up
+
+export HEATSIBLE_BED="$PWD/testbed/run"
+export HEATSIBLE_HEAT_ENV="$PWD/testbed/run/heat/env"
+
+phase "go tests (unit + e2e on the bed)"
+# -p 1: end-to-end tests in different packages share the one bed.
+go test -p 1 -count=1 -timeout 40m ./...
+
+phase "test bed smoke test"
+testbed/smoke/smoke.sh
+
+phase "lint"
+make --no-print-directory lint
+
+phase "all tests passed"
