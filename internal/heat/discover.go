@@ -167,22 +167,15 @@ func stackIDOf(r *resource) string {
 //
 // Node names are unique, stable and DNS-1123 labels (topology.SanitizeName):
 //
-//   - a node is named after its Nova server name (the "name" in the server's
-//     attributes; the Heat resource name if Nova has none), never after an
-//     address;
-//   - when several nodes have the same server name (Tacker's templates give
-//     every member of a group the same literal name, e.g. "workerNode"), each
-//     of them is named "<server name>-<member>", member being the
-//     AutoScalingGroup member's resource name (12 random characters that
-//     Heat keeps for the member's life), e.g. "workernode-l4zsglajl64q";
-//   - the storage server is named after its server name ("storage-server").
-//
-// A group that has one member today keeps the plain server name; if it is
-// scaled out to members with the same server name, all of them, that one
-// included, take the "-<member>" form. Tacker scales workers, not masters,
-// and its worker groups start with several members, so in practice names
-// do not change; when they must never change, give servers unique names in
-// the template or use the heatsible_topology output.
+//   - a member of an AutoScalingGroup is named "<server name>-<member>",
+//     member being the group member's resource name (12 random characters
+//     that Heat keeps for the member's whole life), e.g.
+//     "workernode-l4zsglajl64q". Tacker's templates give every member the
+//     same literal server name ("workerNode"), and the suffix is added even
+//     to a group of one, so that scaling the group never renames a node;
+//   - a server of the top stack (the storage server) is named after its Nova
+//     server name ("storage-server"; the Heat resource name if Nova has none);
+//   - never after an address: addresses change on heal, names must not.
 func Discover(ctx context.Context, client *gophercloud.ServiceClient, stack string, c Contract) (*topology.Topology, error) {
 	if client == nil {
 		return nil, errors.New("discover: no Heat client")
@@ -569,7 +562,7 @@ func nameNodes(in []found) []topology.Node {
 	for _, f := range in {
 		base := topology.SanitizeName(f.serverName)
 		name := base
-		if base == "" || count[base] > 1 {
+		if base == "" || count[base] > 1 || f.node.Member != "" {
 			name = joinName(base, f.node.Member)
 		}
 		if name == "" {

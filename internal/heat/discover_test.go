@@ -330,7 +330,10 @@ func TestNodeNames(t *testing.T) {
 	for _, n := range nodes {
 		got = append(got, n.Name)
 	}
-	want := "masternode workernode-bbbbbbbbbbbb workernode-cccccccccccc vnf-" + strings.Repeat("x", 59) + " storage-server"
+	// Group members always carry their member name, even a group of one
+	// (scaling must never rename a node); a long base is cut, the member
+	// name is kept whole.
+	want := "masternode-aaaaaaaaaaaa workernode-bbbbbbbbbbbb workernode-cccccccccccc vnf-" + strings.Repeat("x", 46) + "-dddddddddddd storage-server"
 	if strings.Join(got, " ") != want {
 		t.Errorf("names = %v\nwant    %v", got, want)
 	}
