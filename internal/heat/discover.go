@@ -258,7 +258,28 @@ func Discover(ctx context.Context, client *gophercloud.ServiceClient, stack stri
 	for _, name := range c.ExtraCPs {
 		r := ix.find(st.ID, name)
 		if r == nil {
-			return nil, fmt.Errorf("stack %s: CP %q (named in the request) is not a resource of the top stack", stackRef, name)
+			// Tacker's own samples set cluster_cp_name to the master's CP
+			// (masterNode_CP1), which lives in the member stack of a group
+			// of one: accept a CP found in exactly one nested stack.
+			var in []*resource
+			for sid, rows := range ix.byStack {
+				if sid == st.ID {
+					continue
+				}
+				for _, row := range rows {
+					if row.Name == name {
+						in = append(in, row)
+					}
+				}
+			}
+			switch len(in) {
+			case 0:
+				return nil, fmt.Errorf("stack %s: CP %q (named in the request) is not a resource of the stack", stackRef, name)
+			case 1:
+				r = in[0]
+			default:
+				return nil, fmt.Errorf("stack %s: CP %q (named in the request) is in %d group members, so it has no single address; name a CP of the top stack (a VIP port) instead", stackRef, name, len(in))
+			}
 		}
 		addr, err := cpAddress(r)
 		if err != nil {

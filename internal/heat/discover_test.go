@@ -290,6 +290,25 @@ func TestDiscoverExtraCPsAndNoWorkers(t *testing.T) {
 	}
 }
 
+// Tacker's samples name the master's own CP as cluster_cp_name: it lives in
+// the member stack of a group of one. A CP in several members is refused.
+func TestDiscoverMemberCP(t *testing.T) {
+	c := tacker()
+	c.ExtraCPs = []string{c.MasterNICCP}
+	topo, _, err := discover(t, recorded(t), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := topo.ByRole(topology.RoleMaster)[0]
+	if topo.CPs[c.MasterNICCP] != m.Address {
+		t.Errorf("CPs[%s] = %q, want the master's address %s", c.MasterNICCP, topo.CPs[c.MasterNICCP], m.Address)
+	}
+	c.ExtraCPs = []string{c.WorkerNICCP}
+	if _, _, err := discover(t, recorded(t), c); err == nil || !strings.Contains(err.Error(), "group members") {
+		t.Errorf("a worker CP as an extra CP: got %v, want an error about group members", err)
+	}
+}
+
 // Synthetic stacks grown from the recorded shape: the number of requests
 // must not depend on the number of nodes.
 func TestDiscoverScale(t *testing.T) {
