@@ -14,8 +14,9 @@
 #  6. a PersistentVolume created with kubectl on master-0 goes Available
 #     (skipped, and counted as failed, when the bed has no Kubernetes)
 #
-# Everything it changes on the hosts is undone at the end (ganesha stopped, its
-# config restored, the scratch device unmounted and detached).
+# Everything it changes on the hosts is undone at the end; a running nfs-ganesha
+# (configured by heatsible) keeps its config and exports (the smoke export is
+# added and removed over D-Bus); the bed's volumes are never written.
 # Last line: "N passed, M failed"; exit status 1 on any failure.
 set -euo pipefail
 
@@ -36,6 +37,7 @@ STORAGE=10.231.0.11 MASTER=10.231.0.12 ANSIBLE=10.231.0.10
 WORKERS=()
 for ((i = 0; i < BED_WORKERS; i++)); do WORKERS+=("worker-$i"); done
 EXPORT=/srv/bed-smoke/nfs
+EXPORT_ID=9977
 TAG=smoke-$$-$(date +%s)
 
 passed=0 failed=0
@@ -55,16 +57,30 @@ ip_of()  { case $1 in ansible) echo $ANSIBLE ;; storage) echo $STORAGE ;; master
 ALL=(ansible storage master-0 "${WORKERS[@]}")
 
 # ---------------------------------------------------------------- 1. ssh from the machine
+# parallel checks write "PASS ..."/"FAIL ..." into $RES/<n>; collect() counts them in order
+RES=$(mktemp -d)
+trap 'rm -rf "$RES"' EXIT
+collect() {
+  local f line
+  for f in $(find "$RES" -type f -printf '%f\n' | sort -n); do
+    line=$(cat "$RES/$f"); rm -f "$RES/$f"
+    case $line in PASS\ *) ok "${line#PASS }" ;; *) bad "${line#FAIL }" ;; esac
+  done
+}
+n=0
 for h in "${ALL[@]}"; do
   addrs=("$(ip_of "$h")"); [[ $h == worker-* ]] && addrs+=("$(fip_of "$h")")
   for a in "${addrs[@]}"; do
+    n=$((n + 1))
     if out=$(bssh "$a" 'hostname; sudo -n id -u' 2>&1) && [ "$out" = "$h"$'\n'0 ]; then
-      ok "ssh $USER_@$a: host key verified, hostname $h, passwordless sudo"
+      echo "PASS ssh $USER_@$a: host key verified, hostname $h, passwordless sudo"
     else
-      bad "ssh $USER_@$a ($h): $out"
-    fi
+      echo "FAIL ssh $USER_@$a ($h): $out"
+    fi > "$RES/$n" &
   done
 done
+wait
+collect
 
 # ---------------------------------------------------------------- 2. ansible all -m ping
 inv="[bed]\n"
@@ -105,13 +121,17 @@ truncate -s 64M "$scratch_img"
 loop=$(losetup -f --show "$scratch_img")
 majmin=$(printf '%d %d' "0x$(stat -c %t "$loop")" "0x$(stat -c %T "$loop")")
 cleanup() {
-  bssh $STORAGE "sudo -n systemctl stop nfs-ganesha >/dev/null 2>&1 || true
-    if [ -f /etc/ganesha/ganesha.conf.bed-smoke ]; then sudo -n mv /etc/ganesha/ganesha.conf.bed-smoke /etc/ganesha/ganesha.conf; fi
-    if [ -f /run/bed-smoke-rpcbind-was-inactive ]; then sudo -n systemctl stop rpcbind.socket rpcbind.service >/dev/null 2>&1 || true; sudo -n rm -f /run/bed-smoke-rpcbind-was-inactive; fi
+  bssh $STORAGE "if [ -f /run/bed-smoke/mode ]; then
+      case \$(cat /run/bed-smoke/mode) in
+        dbus) sudo -n dbus-send --system --print-reply --dest=org.ganesha.nfsd /org/ganesha/nfsd/ExportMgr \
+                org.ganesha.nfsd.exportmgr.RemoveExport uint16:$EXPORT_ID >/dev/null 2>&1 || true ;;
+        unit) sudo -n systemctl stop bed-smoke-ganesha >/dev/null 2>&1 || true ;;
+      esac
+    fi
     sudo -n umount /srv/bed-smoke 2>/dev/null || true; sudo -n rmdir /srv/bed-smoke 2>/dev/null || true
-    sudo -n rm -f /dev/bed-smoke" >/dev/null 2>&1 || echo "smoke: cleanup on storage failed" >&2
+    sudo -n rm -rf /run/bed-smoke /dev/bed-smoke" >/dev/null 2>&1 || echo "smoke: cleanup on storage failed" >&2
   losetup -d "$loop" 2>/dev/null || true
-  rm -f "$scratch_img"
+  rm -rf "$scratch_img" "$RES"
 }
 trap cleanup EXIT
 # the scratch device appears in the storage host's /dev as /dev/bed-smoke (as nspawn's --bind does for vdX)
@@ -125,31 +145,52 @@ else
 fi
 
 # ---------------------------------------------------------------- 5. nfs-ganesha export, workers write, storage reads
+# The host's own nfs-ganesha setup is left alone: when nfs-ganesha runs (heatsible
+# configured it), the smoke export is added and removed over D-Bus; otherwise a
+# transient unit runs ganesha.nfsd with a config under /run/bed-smoke.
+export_block="EXPORT { Export_Id = $EXPORT_ID; Path = $EXPORT; Pseudo = $EXPORT; Access_Type = RW; Squash = No_Root_Squash;
+  Protocols = 3, 4; Transports = TCP; SecType = sys; Clients = 10.231.0.0/24; FSAL { Name = VFS; } }"
 ganesha_conf="NFS_CORE_PARAM { Protocols = 3, 4; Bind_Addr = $STORAGE; }
 NFSV4 { Graceless = true; }
-EXPORT { Export_Id = 77; Path = $EXPORT; Pseudo = $EXPORT; Access_Type = RW; Squash = No_Root_Squash;
-  Protocols = 3, 4; Transports = TCP; SecType = sys; Clients = 10.231.0.0/24; FSAL { Name = VFS; } }
+$export_block
 LOG { Default_Log_Level = EVENT; }"
 if out=$(printf '%s\n' "$ganesha_conf" | bssh $STORAGE "set -e
-      systemctl is-active -q rpcbind.socket || systemctl is-active -q rpcbind.service || sudo -n touch /run/bed-smoke-rpcbind-was-inactive
-      [ -f /etc/ganesha/ganesha.conf.bed-smoke ] || sudo -n cp -p /etc/ganesha/ganesha.conf /etc/ganesha/ganesha.conf.bed-smoke
-      sudo -n tee /etc/ganesha/ganesha.conf >/dev/null
-      sudo -n mkdir -p $EXPORT; sudo -n chmod 1777 $EXPORT
-      sudo -n systemctl restart nfs-ganesha
+      sudo -n mkdir -p /run/bed-smoke $EXPORT; sudo -n chmod 1777 $EXPORT
+      sudo -n tee /run/bed-smoke/ganesha.conf >/dev/null
+      if systemctl is-active -q nfs-ganesha; then
+        echo dbus | sudo -n tee /run/bed-smoke/mode >/dev/null
+        sudo -n sed -n '/^EXPORT/,\$p' /run/bed-smoke/ganesha.conf | sudo -n sed '/^LOG/d' | sudo -n tee /run/bed-smoke/export.conf >/dev/null
+        sudo -n dbus-send --system --print-reply --dest=org.ganesha.nfsd /org/ganesha/nfsd/ExportMgr \
+          org.ganesha.nfsd.exportmgr.AddExport string:/run/bed-smoke/export.conf 'string:EXPORT(Export_Id=$EXPORT_ID)' >/dev/null
+        echo 'mode: export added to the running nfs-ganesha over D-Bus'
+      else
+        echo unit | sudo -n tee /run/bed-smoke/mode >/dev/null
+        sudo -n systemd-run --quiet --collect --unit=bed-smoke-ganesha /usr/bin/ganesha.nfsd -F \
+          -f /run/bed-smoke/ganesha.conf -L /run/bed-smoke/ganesha.log -p /run/bed-smoke/ganesha.pid -N NIV_EVENT
+        echo 'mode: ganesha.nfsd in a transient unit'
+      fi
       for i in \$(seq 100); do sudo -n /usr/sbin/showmount -e $STORAGE 2>/dev/null | grep -q '^$EXPORT ' && break; sleep 0.2; done
       sudo -n /usr/sbin/showmount -e $STORAGE" 2>&1) && grep -q "^$EXPORT " <<< "$out"; then
-  ok "storage: nfs-ganesha exports $EXPORT (showmount -e $STORAGE)"
+  ok "storage: nfs-ganesha exports $EXPORT (showmount -e $STORAGE; $(grep '^mode:' <<< "$out" | cut -d' ' -f2-))"
 else
   bad "storage: nfs-ganesha export: $out"
 fi
+# every worker writes at once; storage reads them all back over one ssh (sshd's
+# MaxStartups would drop many simultaneous logins to one host)
 for h in "${WORKERS[@]}"; do
   f=$TAG-$h.txt
-  if out=$(bssh "$(fip_of "$h")" "set -e; echo '$TAG from $h' > /tmp/$f; nfs-cp /tmp/$f nfs://$STORAGE$EXPORT/$f; rm -f /tmp/$f" 2>&1) \
-     && back=$(bssh $STORAGE "cat $EXPORT/$f" 2>&1) && [ "$back" = "$TAG from $h" ]; then
+  bssh "$(fip_of "$h")" "set -e; echo '$TAG from $h' > /tmp/$f; nfs-cp /tmp/$f nfs://$STORAGE$EXPORT/$f; rm -f /tmp/$f" > "$RES/$h.out" 2>&1 &
+done
+wait
+back=$(bssh $STORAGE "cd $EXPORT && for f in $TAG-*.txt; do [ -f \"\$f\" ] && echo \"\$f:\$(cat \"\$f\")\"; done" 2>&1 || true)
+for h in "${WORKERS[@]}"; do
+  f=$TAG-$h.txt
+  if grep -qxF "$f:$TAG from $h" <<< "$back"; then
     ok "$h wrote $EXPORT/$f with nfs-cp; storage reads it back"
   else
-    bad "$h: nfs write/read back: ${out:-} ${back:-}"
+    bad "$h: nfs-cp to $STORAGE:$EXPORT/$f: $(cat "$RES/$h.out"); storage: $(grep "^$f:" <<< "$back" || echo 'file missing')"
   fi
+  rm -f "$RES/$h.out"
 done
 [ ${#WORKERS[@]} -gt 0 ] || info "no workers (WORKERS=0): no NFS client write"
 
