@@ -171,3 +171,32 @@ func symlinkInside(root, link string) (string, error) {
 	}
 	return filepath.ToSlash(target), nil
 }
+
+// WriteFile writes data to the remote file p (created or truncated) with
+// permissions perm, set before the content is written.
+func (c *Client) WriteFile(ctx context.Context, p string, data []byte, perm fs.FileMode) error {
+	sc, err := c.sftpClient()
+	if err != nil {
+		return err
+	}
+	defer sc.Close()
+	stop := context.AfterFunc(ctx, func() { _ = sc.Close() })
+	defer stop()
+	f, err := sc.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	if err == nil {
+		err = f.Chmod(perm)
+		if err == nil {
+			_, err = f.Write(data)
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return fmt.Errorf("writing %s:%s: %w", c.addr, p, err)
+	}
+	return nil
+}

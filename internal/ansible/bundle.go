@@ -1,0 +1,482 @@
+// Package ansible stages a per-run Ansible bundle (inventory, playbook,
+// roles, vars, a 0600 secrets file, known_hosts, a tuned ansible.cfg), runs
+// ansible-playbook on it locally or on the Ansible host over SSH, and turns
+// the ansible.posix.jsonl callback's output into live events and a per-host
+// recap.
+//
+// Secrets reach ansible-playbook only through the 0600 secrets file passed
+// with "-e @file": never argv, never the environment (go-ansible prints the
+// environment it was given in its error messages), never the inventory.
+package ansible
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Bundle layout, relative to the bundle's root.
+const (
+	InventoryDir   = "inventory"
+	PlaybookFile   = "playbook.yml"
+	RolesDir       = "roles"
+	GroupVarsDir   = InventoryDir + "/group_vars"
+	SecretsFile    = "secrets.yml"
+	ConfigFile     = "ansible.cfg"
+	KnownHostsFile = "known_hosts"
+	// MarkerFile identifies a heatsible staging directory and is held
+	// locked (flock) while ansible-playbook runs in it, so CleanupStale can
+	// tell abandoned directories from live ones.
+	MarkerFile = ".heatsible-run"
+	// TmpDir is Ansible's local_tmp, inside the bundle so that it goes
+	// away with it.
+	TmpDir = ".ansible-tmp"
+)
+
+// Defaults for BundleSpec.
+const (
+	DefaultForks   = 50
+	DefaultTimeout = 30
+)
+
+// Masked replaces secret values in masked copies and output.
+const Masked = "********"
+
+// BundleSpec is everything a run needs, as produced by the caller.
+type BundleSpec struct {
+	// Cluster and Operation name the run; they appear in staging directory
+	// names ("heatsible-<cluster>-<op>-<random>") and the marker file.
+	Cluster   string
+	Operation string
+	// BaseDir is where the local bundle directory is created
+	// (os.TempDir() if empty).
+	BaseDir string
+
+	// Inventory is the inventory file's content; InventoryName its file
+	// name under inventory/ ("hosts.yml" if empty; ".ini" selects INI).
+	Inventory     []byte
+	InventoryName string
+	// Playbook is playbook.yml. It may be empty when the run uses a
+	// playbook outside the bundle (RunOptions.Playbooks, e.g. kubespray's).
+	Playbook []byte
+	// Roles is copied to roles/ (its top level holds the role directories).
+	Roles fs.FS
+	// GroupVars maps a group name ("all", "nfs_server", ...) to the content
+	// of inventory/group_vars/<group>.yml. Nothing secret goes here.
+	GroupVars map[string][]byte
+	// Secrets is secrets.yml (mode 0600), passed with -e @secrets.yml: the
+	// passwords that group vars reference, e.g.
+	// "{{ heatsible_secrets.master_password }}".
+	Secrets []byte
+	// SecretValues are masked in events, output and records, on top of
+	// every string value found in Secrets.
+	SecretValues []string
+	// Files are extra files (relative path -> content, mode 0644), e.g.
+	// prepared PV manifests under manifests/.
+	Files map[string][]byte
+	// KnownHosts is the known_hosts content ansible's ssh uses, strictly.
+	KnownHosts []byte
+
+	// Forks is ansible's parallelism (DefaultForks if zero).
+	Forks int
+	// Timeout is the SSH connect timeout in seconds (DefaultTimeout if 0).
+	Timeout int
+	// Config adds or overrides ansible.cfg settings: section -> key ->
+	// value (e.g. {"defaults": {"force_valid_group_names": "ignore"}}).
+	Config map[string]map[string]string
+}
+
+// Bundle is a staged run directory. Close removes it.
+type Bundle struct {
+	// Dir is the bundle's absolute local path (mode 0700).
+	Dir string
+
+	spec    BundleSpec
+	invName string
+	masker  *Masker
+	created time.Time
+}
+
+var (
+	groupNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+	nameRE      = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+)
+
+// NewBundle writes spec into a fresh directory (os.MkdirTemp, 0700).
+func NewBundle(spec BundleSpec) (*Bundle, error) {
+	invName := spec.InventoryName
+	if invName == "" {
+		invName = "hosts.yml"
+	}
+	switch path.Ext(invName) {
+	case ".yml", ".yaml", ".ini", ".json":
+	default:
+		return nil, fmt.Errorf("inventory name %q: want a .yml, .yaml, .ini or .json file", invName)
+	}
+	if strings.Contains(invName, "/") {
+		return nil, fmt.Errorf("inventory name %q: want a plain file name", invName)
+	}
+	if len(spec.Inventory) == 0 {
+		return nil, errors.New("staging bundle: empty inventory")
+	}
+	if spec.Forks == 0 {
+		spec.Forks = DefaultForks
+	}
+	if spec.Timeout == 0 {
+		spec.Timeout = DefaultTimeout
+	}
+	masker, err := NewMasker(spec.Secrets, spec.SecretValues)
+	if err != nil {
+		return nil, err
+	}
+	base := spec.BaseDir
+	if base == "" {
+		base = os.TempDir()
+	}
+	dir, err := os.MkdirTemp(base, StagingPrefix(spec.Cluster, spec.Operation))
+	if err != nil {
+		return nil, fmt.Errorf("creating bundle directory: %w", err)
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	b := &Bundle{Dir: dir, spec: spec, invName: invName, masker: masker, created: time.Now().UTC()}
+	if err := b.write(); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("staging bundle in %s: %w", dir, err)
+	}
+	return b, nil
+}
+
+// StagingPrefix is the directory name prefix of a run's bundle and remote
+// staging directory: "heatsible-<cluster>-<op>-".
+func StagingPrefix(cluster, op string) string {
+	clean := func(s, def string) string {
+		s = strings.Trim(nameRE.ReplaceAllString(s, "_"), "._-")
+		if s == "" {
+			return def
+		}
+		if len(s) > 40 {
+			s = s[:40]
+		}
+		return s
+	}
+	return "heatsible-" + clean(cluster, "cluster") + "-" + clean(op, "run") + "-"
+}
+
+func (b *Bundle) write() error {
+	if err := os.Chmod(b.Dir, 0o700); err != nil {
+		return err
+	}
+	// Secrets first, created 0600 (never wider, not even briefly).
+	if err := writeFile(b.Dir, SecretsFile, orEmptyMap(b.spec.Secrets), 0o600); err != nil {
+		return err
+	}
+	if err := writeFile(b.Dir, InventoryDir+"/"+b.invName, b.spec.Inventory, 0o644); err != nil {
+		return err
+	}
+	if len(b.spec.Playbook) > 0 {
+		if err := writeFile(b.Dir, PlaybookFile, b.spec.Playbook, 0o644); err != nil {
+			return err
+		}
+	}
+	groups := make([]string, 0, len(b.spec.GroupVars))
+	for g := range b.spec.GroupVars {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	for _, g := range groups {
+		if !groupNameRE.MatchString(g) {
+			return fmt.Errorf("group_vars: invalid group name %q", g)
+		}
+		if err := writeFile(b.Dir, GroupVarsDir+"/"+g+".yml", b.spec.GroupVars[g], 0o644); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(b.Dir, RolesDir), 0o755); err != nil {
+		return err
+	}
+	if b.spec.Roles != nil {
+		if err := copyFS(b.spec.Roles, filepath.Join(b.Dir, RolesDir)); err != nil {
+			return fmt.Errorf("copying roles: %w", err)
+		}
+	}
+	for rel, data := range b.spec.Files {
+		clean := path.Clean(rel)
+		if path.IsAbs(clean) || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") || b.reserved(clean) {
+			return fmt.Errorf("extra file %q: want a relative path outside the bundle's own files", rel)
+		}
+		if err := writeFile(b.Dir, clean, data, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := writeFile(b.Dir, KnownHostsFile, b.spec.KnownHosts, 0o644); err != nil {
+		return err
+	}
+	if err := os.Mkdir(filepath.Join(b.Dir, TmpDir), 0o700); err != nil {
+		return err
+	}
+	marker, _ := json.Marshal(map[string]string{
+		"cluster": b.spec.Cluster, "operation": b.spec.Operation,
+		"created": b.created.Format(time.RFC3339),
+	})
+	if err := writeFile(b.Dir, MarkerFile, append(marker, '\n'), 0o600); err != nil {
+		return err
+	}
+	return writeFile(b.Dir, ConfigFile, b.Config(b.Dir), 0o644)
+}
+
+func (b *Bundle) reserved(rel string) bool {
+	top, _, _ := strings.Cut(rel, "/")
+	switch top {
+	case InventoryDir, RolesDir, SecretsFile, ConfigFile, KnownHostsFile, MarkerFile, TmpDir, PlaybookFile:
+		return true
+	}
+	return false
+}
+
+// orEmptyMap keeps "-e @secrets.yml" valid when there are no secrets
+// (ansible rejects an empty extra-vars file).
+func orEmptyMap(b []byte) []byte {
+	if len(strings.TrimSpace(string(b))) == 0 {
+		return []byte("{}\n")
+	}
+	return b
+}
+
+func writeFile(root, rel string, data []byte, perm os.FileMode) error {
+	p := filepath.Join(root, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	if err := f.Chmod(perm); err != nil { // umask-proof
+		_ = f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func copyFS(src fs.FS, dst string) error {
+	return fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == "." {
+			return nil
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, filepath.FromSlash(p)), 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s: not a regular file", p)
+		}
+		data, err := fs.ReadFile(src, p)
+		if err != nil {
+			return err
+		}
+		return writeFile(dst, p, data, 0o644)
+	})
+}
+
+// Config renders ansible.cfg for a bundle located at root (the local Dir,
+// or the staging directory on the Ansible host).
+//
+// Choices: the jsonl stdout callback (one JSON object per event, streamed);
+// smart gathering (facts gathered once per host per run, however many plays
+// address it; plays that say gather_facts: false are honoured); pipelining
+// and a 60s ControlPersist (fewer SSH round trips per task); strict host key
+// checking against the bundle's known_hosts.
+func (b *Bundle) Config(root string) []byte {
+	q := func(p string) string { return `"` + p + `"` }
+	settings := map[string]map[string]string{
+		"defaults": {
+			"roles_path":          root + "/" + RolesDir,
+			"local_tmp":           root + "/" + TmpDir,
+			"forks":               fmt.Sprint(b.spec.Forks),
+			"timeout":             fmt.Sprint(b.spec.Timeout),
+			"host_key_checking":   "True",
+			"gathering":           "smart",
+			"stdout_callback":     "ansible.posix.jsonl",
+			"callbacks_enabled":   "",
+			"nocolor":             "True",
+			"retry_files_enabled": "False",
+			"interpreter_python":  "auto_silent",
+			"show_custom_stats":   "False",
+		},
+		"ssh_connection": {
+			"pipelining":      "True",
+			"ssh_args":        "-o ControlMaster=auto -o ControlPersist=60s",
+			"ssh_common_args": "-o UserKnownHostsFile=" + q(root+"/"+KnownHostsFile) + " -o StrictHostKeyChecking=yes",
+		},
+	}
+	for sec, kv := range b.spec.Config {
+		if settings[sec] == nil {
+			settings[sec] = map[string]string{}
+		}
+		for k, v := range kv {
+			settings[sec][k] = v
+		}
+	}
+	var sb strings.Builder
+	sb.WriteString("# Generated by heatsible for one run; removed with the bundle.\n")
+	secs := make([]string, 0, len(settings))
+	for s := range settings {
+		secs = append(secs, s)
+	}
+	sort.Slice(secs, func(i, j int) bool { // [defaults] first
+		if (secs[i] == "defaults") != (secs[j] == "defaults") {
+			return secs[i] == "defaults"
+		}
+		return secs[i] < secs[j]
+	})
+	for _, s := range secs {
+		fmt.Fprintf(&sb, "\n[%s]\n", s)
+		keys := make([]string, 0, len(settings[s]))
+		for k := range settings[s] {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(&sb, "%s = %s\n", k, settings[s][k])
+		}
+	}
+	return []byte(sb.String())
+}
+
+// Spec returns the spec the bundle was made from.
+func (b *Bundle) Spec() BundleSpec { return b.spec }
+
+// InventoryPath returns the inventory directory (with its group_vars) for a
+// bundle located at root.
+func (b *Bundle) InventoryPath(root string) string { return root + "/" + InventoryDir }
+
+// Masker returns the bundle's masker.
+func (b *Bundle) Masker() *Masker { return b.masker }
+
+// Mask replaces every secret value in s with Masked.
+func (b *Bundle) Mask(s string) string { return b.masker.Mask(s) }
+
+// MaskedSecrets returns secrets.yml with every value replaced by Masked,
+// for run records.
+func (b *Bundle) MaskedSecrets() ([]byte, error) { return MaskYAML(b.spec.Secrets) }
+
+// Close removes the bundle directory.
+func (b *Bundle) Close() error {
+	if b == nil || b.Dir == "" {
+		return nil
+	}
+	if err := os.RemoveAll(b.Dir); err != nil {
+		return fmt.Errorf("removing bundle %s: %w", b.Dir, err)
+	}
+	return nil
+}
+
+// Masker replaces known secret values in text.
+type Masker struct {
+	values []string // longest first, so a secret containing another is masked whole
+}
+
+// minLeafSecret is the shortest secrets.yml string masked automatically;
+// shorter ones would shred unrelated output. Non-strings (ports, booleans)
+// are not masked; explicit SecretValues always are.
+const minLeafSecret = 4
+
+// NewMasker collects the string values of secretsYAML and extra.
+func NewMasker(secretsYAML []byte, extra []string) (*Masker, error) {
+	seen := map[string]bool{}
+	m := &Masker{}
+	add := func(v string, min int) {
+		if len(v) >= min && !seen[v] && v != Masked {
+			seen[v] = true
+			m.values = append(m.values, v)
+		}
+	}
+	for _, v := range extra {
+		add(v, 1)
+	}
+	if len(strings.TrimSpace(string(secretsYAML))) > 0 {
+		var root yaml.Node
+		if err := yaml.Unmarshal(secretsYAML, &root); err != nil {
+			return nil, fmt.Errorf("parsing secrets YAML: %w", err)
+		}
+		walkScalars(&root, false, func(n *yaml.Node) {
+			if n.ShortTag() == "!!str" {
+				add(n.Value, minLeafSecret)
+			}
+		})
+	}
+	sort.Slice(m.values, func(i, j int) bool { return len(m.values[i]) > len(m.values[j]) })
+	return m, nil
+}
+
+// Mask replaces every secret value in s with Masked.
+func (m *Masker) Mask(s string) string {
+	if m == nil {
+		return s
+	}
+	for _, v := range m.values {
+		if strings.Contains(s, v) {
+			s = strings.ReplaceAll(s, v, Masked)
+		}
+	}
+	return s
+}
+
+// MaskYAML returns the YAML document with every scalar value (not key)
+// replaced by Masked.
+func MaskYAML(doc []byte) ([]byte, error) {
+	if len(strings.TrimSpace(string(doc))) == 0 {
+		return []byte("{}\n"), nil
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(doc, &root); err != nil {
+		return nil, fmt.Errorf("parsing secrets YAML: %w", err)
+	}
+	walkScalars(&root, false, func(n *yaml.Node) {
+		n.Value, n.Tag, n.Style = Masked, "!!str", 0
+	})
+	out, err := yaml.Marshal(&root)
+	if err != nil {
+		return nil, fmt.Errorf("writing masked secrets: %w", err)
+	}
+	return out, nil
+}
+
+// walkScalars calls f on every scalar value node (mapping keys excluded).
+func walkScalars(n *yaml.Node, isKey bool, f func(*yaml.Node)) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if !isKey {
+			f(n)
+		}
+	case yaml.MappingNode:
+		for i, c := range n.Content {
+			walkScalars(c, i%2 == 0, f)
+		}
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			walkScalars(c, false, f)
+		}
+	case yaml.AliasNode:
+		// the anchor was visited where it is defined
+	}
+}

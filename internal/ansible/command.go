@@ -1,0 +1,375 @@
+package ansible
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apenella/go-ansible/v2/pkg/playbook"
+)
+
+// Runner runs a bundle's playbook and reports live events and the recap.
+type Runner interface {
+	// Run runs ansible-playbook once. The Result is non-nil whenever
+	// ansible-playbook started, also on error. The error is nil on exit 0;
+	// otherwise it is a *HostsError (errors.Is ErrHostFailed /
+	// ErrUnreachable, both joined if both happened), a *PlaybookError, or
+	// wraps ctx.Err() when cancelled.
+	Run(ctx context.Context, b *Bundle, opts RunOptions) (*Result, error)
+}
+
+// RunOptions select what one ansible-playbook run does.
+type RunOptions struct {
+	// Check and Diff are --check and --diff.
+	Check bool
+	Diff  bool
+	// Limit is --limit (hosts or groups, comma-separated).
+	Limit string
+	// Tags and SkipTags are --tags and --skip-tags.
+	Tags     []string
+	SkipTags []string
+	// ExtraVars go into argv as JSON: non-secret values only. Command
+	// refuses a value that matches a known secret.
+	ExtraVars map[string]any
+	// Playbooks replace the bundle's playbook.yml, e.g. "cluster.yml" of
+	// kubespray; relative paths resolve against Dir.
+	Playbooks []string
+	// Dir is ansible-playbook's working directory (the bundle root if
+	// empty), e.g. the kubespray root; for RemoteRunner a directory on the
+	// Ansible host.
+	Dir string
+	// Verbosity adds -v (1) to -vvvv (4); the extra output is kept in
+	// Result.Stdout.
+	Verbosity int
+	// Binary is the ansible-playbook executable ("ansible-playbook").
+	Binary string
+	// OnEvent receives every event as it arrives, in order, from a single
+	// goroutine. It must not block for long: it holds up the reading of
+	// ansible's output.
+	OnEvent func(Event)
+	// Stderr receives ansible-playbook's stderr (warnings, errors) live,
+	// line by line, masked.
+	Stderr io.Writer
+	// Logger gets debug and warning messages (slog.Default() if nil).
+	Logger *slog.Logger
+}
+
+func (o RunOptions) logger() *slog.Logger {
+	if o.Logger != nil {
+		return o.Logger
+	}
+	return slog.Default()
+}
+
+// Command returns the ansible-playbook argv for bundle b located at root
+// (its local Dir, or the staging directory on the Ansible host). Secrets are
+// referenced only as "-e @<root>/secrets.yml".
+func Command(b *Bundle, root string, opts RunOptions) ([]string, error) {
+	playbooks := opts.Playbooks
+	if len(playbooks) == 0 {
+		if len(b.spec.Playbook) == 0 {
+			return nil, errors.New("building ansible-playbook command: the bundle has no playbook and none was given")
+		}
+		playbooks = []string{root + "/" + PlaybookFile}
+	}
+	pbo := &playbook.AnsiblePlaybookOptions{
+		Inventory:     b.InventoryPath(root),
+		ExtraVarsFile: []string{"@" + root + "/" + SecretsFile},
+		ExtraVars:     opts.ExtraVars,
+		Check:         opts.Check,
+		Diff:          opts.Diff,
+		Limit:         opts.Limit,
+		Tags:          strings.Join(opts.Tags, ","),
+		SkipTags:      strings.Join(opts.SkipTags, ","),
+	}
+	switch {
+	case opts.Verbosity >= 4:
+		pbo.VerboseVVVV = true
+	case opts.Verbosity == 3:
+		pbo.VerboseVVV = true
+	case opts.Verbosity == 2:
+		pbo.VerboseVV = true
+	case opts.Verbosity == 1:
+		pbo.VerboseV = true
+	}
+	bin := opts.Binary
+	if bin == "" {
+		bin = playbook.DefaultAnsiblePlaybookBinary
+	}
+	cmd := playbook.NewAnsiblePlaybookCmd(
+		playbook.WithBinary(bin),
+		playbook.WithPlaybooks(playbooks...),
+		playbook.WithPlaybookOptions(pbo),
+	)
+	argv, err := cmd.Command()
+	if err != nil {
+		return nil, fmt.Errorf("building ansible-playbook command: %w", err)
+	}
+	for _, a := range argv {
+		if b.masker.Mask(a) != a {
+			return nil, errors.New("building ansible-playbook command: a secret value would appear on the command line (extra vars, limit or tags); pass it through the secrets file")
+		}
+	}
+	return argv, nil
+}
+
+// runEnv is the environment ansible-playbook gets on top of the inherited
+// one. None of it is secret. Pinning the callback and host key checking
+// here beats stray ANSIBLE_* variables of the caller's environment.
+func runEnv(root string) []string {
+	return []string{
+		"ANSIBLE_CONFIG=" + root + "/" + ConfigFile,
+		"ANSIBLE_STDOUT_CALLBACK=ansible.posix.jsonl",
+		"ANSIBLE_HOST_KEY_CHECKING=True",
+		"ANSIBLE_NOCOLOR=1",
+		"ANSIBLE_FORCE_COLOR=0",
+		// Ansible leaves flushing to Python: without this the events
+		// arrive in 4 KiB bursts instead of live.
+		"PYTHONUNBUFFERED=1",
+	}
+}
+
+// Errors a run maps to exit codes.
+var (
+	// ErrHostFailed: a task failed on at least one host.
+	ErrHostFailed = errors.New("ansible task failed")
+	// ErrUnreachable: ansible could not connect to at least one host.
+	ErrUnreachable = errors.New("ansible host unreachable")
+	// ErrPlaybook: ansible-playbook failed before or outside host tasks
+	// (syntax error, bad option, missing file, crash).
+	ErrPlaybook = errors.New("ansible-playbook failed")
+)
+
+// HostsError names the hosts that failed or were unreachable.
+type HostsError struct {
+	// Kind is ErrHostFailed or ErrUnreachable.
+	Kind error
+	// Hosts are the affected hosts, sorted.
+	Hosts []string
+	// ExitCode is ansible-playbook's exit status.
+	ExitCode int
+	// Messages maps a host to the message of its first failure.
+	Messages map[string]string
+}
+
+// Error lists the hosts and what went wrong on each.
+func (e *HostsError) Error() string {
+	what := "tasks failed on"
+	if errors.Is(e.Kind, ErrUnreachable) {
+		what = "could not reach"
+	}
+	var parts []string
+	for _, h := range e.Hosts {
+		if m := e.Messages[h]; m != "" {
+			parts = append(parts, fmt.Sprintf("%s (%s)", h, truncate(firstLine(m), 300)))
+		} else {
+			parts = append(parts, h)
+		}
+	}
+	return fmt.Sprintf("ansible %s %d host(s): %s", what, len(e.Hosts), strings.Join(parts, ", "))
+}
+
+// Unwrap returns Kind.
+func (e *HostsError) Unwrap() error { return e.Kind }
+
+// PlaybookError is a non-zero exit that no host result explains.
+type PlaybookError struct {
+	ExitCode int
+	// Stderr is the tail of ansible-playbook's stderr, masked.
+	Stderr string
+}
+
+// Error quotes the end of stderr, where ansible says what went wrong.
+func (e *PlaybookError) Error() string {
+	msg := fmt.Sprintf("ansible-playbook exited with status %d", e.ExitCode)
+	if s := lastLines(e.Stderr, 5); s != "" {
+		msg += ": " + s
+	}
+	return msg
+}
+
+// Unwrap returns ErrPlaybook.
+func (e *PlaybookError) Unwrap() error { return ErrPlaybook }
+
+// Result is what one ansible-playbook run did.
+type Result struct {
+	// Command is the argv that ran (no secrets in it by construction).
+	Command []string
+	// Dir is where it ran; StagingDir is the remote bundle (removed).
+	Dir        string
+	StagingDir string
+	// ExitCode is ansible-playbook's: 0 ok, 2 host failed, 4 unreachable
+	// (or parser error), others; -1 if it did not finish.
+	ExitCode int
+	// Recap is per host. RecapComplete is false when the run ended before
+	// ansible printed its stats; Recap is then counted from the events.
+	Recap         map[string]HostRecap
+	RecapComplete bool
+	// Events are all events, in order.
+	Events []Event
+	// Stdout holds stdout lines that were not events (e.g. -v output).
+	Stdout []string
+	// Stderr is the tail of stderr (up to 64 KiB), masked.
+	Stderr string
+	// Started and Finished bracket the run.
+	Started, Finished time.Time
+}
+
+// FailedHosts returns the hosts with failed tasks, sorted.
+func (r *Result) FailedHosts() []string {
+	return r.hosts(func(h HostRecap) bool { return h.Failed > 0 })
+}
+
+// UnreachableHosts returns the hosts ansible could not reach, sorted.
+func (r *Result) UnreachableHosts() []string {
+	return r.hosts(func(h HostRecap) bool { return h.Unreachable > 0 })
+}
+
+// ChangedHosts returns the hosts where something changed (or would have,
+// in check mode), sorted.
+func (r *Result) ChangedHosts() []string {
+	return r.hosts(func(h HostRecap) bool { return h.Changed > 0 })
+}
+
+func (r *Result) hosts(f func(HostRecap) bool) []string {
+	var hs []string
+	for h, rc := range r.Recap {
+		if f(rc) {
+			hs = append(hs, h)
+		}
+	}
+	sort.Strings(hs)
+	return hs
+}
+
+// Err maps the exit code and recap to the typed errors (nil on exit 0).
+func (r *Result) Err() error {
+	if r.ExitCode == 0 {
+		return nil
+	}
+	firstMsg := func(st Status) map[string]string {
+		m := map[string]string{}
+		for _, e := range r.Events {
+			if e.Kind == KindResult && e.Status == st && m[e.Host] == "" {
+				m[e.Host] = e.Task + ": " + e.Msg
+			}
+		}
+		return m
+	}
+	var errs []error
+	if hs := r.FailedHosts(); len(hs) > 0 {
+		errs = append(errs, &HostsError{Kind: ErrHostFailed, Hosts: hs, ExitCode: r.ExitCode, Messages: firstMsg(StatusFailed)})
+	}
+	if hs := r.UnreachableHosts(); len(hs) > 0 {
+		errs = append(errs, &HostsError{Kind: ErrUnreachable, Hosts: hs, ExitCode: r.ExitCode, Messages: firstMsg(StatusUnreachable)})
+	}
+	switch len(errs) {
+	case 0:
+		return &PlaybookError{ExitCode: r.ExitCode, Stderr: r.Stderr}
+	case 1:
+		return errs[0]
+	}
+	return errors.Join(errs...)
+}
+
+// run is the state shared by both runners while output streams in.
+type run struct {
+	res    *Result
+	parser *eventParser
+	out    *lineWriter
+	errw   *lineWriter
+	mu     sync.Mutex
+	tail   []byte
+}
+
+const stderrTail = 64 << 10
+
+func newRun(b *Bundle, argv []string, dir string, opts RunOptions) *run {
+	r := &run{res: &Result{Command: argv, Dir: dir, ExitCode: -1, Started: time.Now()}}
+	r.parser = newEventParser(b.masker.Mask, opts.OnEvent)
+	r.out = newLineWriter(r.parser.line)
+	log := opts.logger()
+	r.errw = newLineWriter(func(line string) {
+		line = b.masker.Mask(line)
+		if opts.Stderr != nil {
+			_, _ = io.WriteString(opts.Stderr, line+"\n")
+		}
+		log.Debug("ansible-playbook stderr", "line", line)
+		r.mu.Lock()
+		r.tail = append(r.tail, line+"\n"...)
+		if len(r.tail) > stderrTail {
+			r.tail = r.tail[len(r.tail)-stderrTail:]
+		}
+		r.mu.Unlock()
+	})
+	return r
+}
+
+// finish flushes the streams and fills in the result.
+func (r *run) finish(exitCode int) *Result {
+	r.out.Close()
+	r.errw.Close()
+	r.res.ExitCode = exitCode
+	r.res.Finished = time.Now()
+	r.res.Events, r.res.Recap, r.res.RecapComplete, r.res.Stdout = r.parser.result()
+	r.mu.Lock()
+	r.res.Stderr = string(r.tail)
+	r.mu.Unlock()
+	return r.res
+}
+
+// lineWriter calls fn for every complete line written to it; lines may be
+// arbitrarily long (a jsonl event with a big diff is one line).
+type lineWriter struct {
+	mu  sync.Mutex
+	fn  func(string)
+	buf []byte
+}
+
+func newLineWriter(fn func(string)) *lineWriter { return &lineWriter{fn: fn} }
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		line := strings.TrimSuffix(string(w.buf[:i]), "\r")
+		w.buf = w.buf[i+1:]
+		w.fn(line)
+	}
+	return len(p), nil
+}
+
+// Close delivers a last unterminated line.
+func (w *lineWriter) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.buf) > 0 {
+		w.fn(string(w.buf))
+		w.buf = nil
+	}
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.TrimSpace(strings.Join(lines, " | "))
+}

@@ -1,0 +1,153 @@
+package ansible
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Lines shaped like ansible.posix.jsonl's output (core 2.14).
+var jsonlRun = []string{
+	`{"_event":"v2_playbook_on_play_start","_timestamp":"t","play":{"name":"NFS","id":"1"},"tasks":[]}`,
+	`{"_event":"v2_playbook_on_task_start","_timestamp":"t","hosts":{},"task":{"name":"nfs_server : Write exports","id":"2"}}`,
+	`{"_event":"v2_runner_on_ok","_timestamp":"t","hosts":{"storage":{"action":"ansible.builtin.template","changed":true,"diff":[{"before":"/a 10.0.0.0/24(rw)\n","after":"/a 10.0.0.0/24(rw)\n/b 10.0.0.0/24(ro)\n","before_header":"/etc/exports","after_header":"/etc/exports"}]}},"task":{"name":"nfs_server : Write exports","id":"2"}}`,
+	`[WARNING]: not json on stdout`,
+	`{"_event":"v2_playbook_on_task_start","_timestamp":"t","hosts":{},"task":{"name":"nfs_client : Install","id":"3"}}`,
+	`{"_event":"v2_runner_on_failed","_timestamp":"t","hosts":{"worker-1":{"action":"ansible.builtin.command","failed":true,"msg":"non-zero return code","stderr":"E: hunter22-secret"}},"task":{"name":"nfs_client : Install","id":"3"}}`,
+	`{"_event":"v2_runner_on_unreachable","_timestamp":"t","hosts":{"worker-2":{"unreachable":true,"msg":"Failed to connect to the host via ssh"}},"task":{"name":"nfs_client : Install","id":"3"}}`,
+	`{"_event":"v2_runner_on_skipped","_timestamp":"t","hosts":{"storage":{"skipped":true,"changed":false}},"task":{"name":"nfs_client : Install","id":"3"}}`,
+	`{"_event":"v2_playbook_on_stats","_timestamp":"t","stats":{"storage":{"ok":1,"changed":1,"failures":0,"unreachable":0,"skipped":1,"rescued":0,"ignored":0},"worker-1":{"ok":0,"changed":0,"failures":1,"unreachable":0,"skipped":0,"rescued":0,"ignored":0},"worker-2":{"ok":0,"changed":0,"failures":0,"unreachable":1,"skipped":0,"rescued":0,"ignored":0}},"custom_stats":{},"global_custom_stats":{}}`,
+}
+
+func TestEventParser(t *testing.T) {
+	m, _ := NewMasker(nil, []string{"hunter22-secret"})
+	var live []Event
+	p := newEventParser(m.Mask, func(e Event) { live = append(live, e) })
+	w := newLineWriter(p.line)
+	// Feed in odd-sized chunks: lines must be reassembled.
+	all := strings.Join(jsonlRun, "\n") + "\n"
+	for i := 0; i < len(all); i += 37 {
+		_, _ = w.Write([]byte(all[i:min(i+37, len(all))]))
+	}
+	w.Close()
+	events, recap, complete, raw := p.result()
+
+	var got []string
+	for _, e := range live {
+		got = append(got, strings.TrimRight(strings.Join([]string{string(e.Kind), e.Play, e.Task, e.Host, string(e.Status)}, "|"), "|"))
+	}
+	want := []string{
+		"play_start|NFS",
+		"task_start|NFS|nfs_server : Write exports",
+		"result|NFS|nfs_server : Write exports|storage|changed",
+		"task_start|NFS|nfs_client : Install",
+		"result|NFS|nfs_client : Install|worker-1|failed",
+		"result|NFS|nfs_client : Install|worker-2|unreachable",
+		"result|NFS|nfs_client : Install|storage|skipped",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("events\n%q\nwant\n%q", got, want)
+	}
+	if len(events) != len(live) {
+		t.Errorf("result holds %d events, %d delivered live", len(events), len(live))
+	}
+	if !complete || recap["worker-1"].Failed != 1 || recap["worker-2"].Unreachable != 1 || recap["storage"] != (HostRecap{OK: 1, Changed: 1, Skipped: 1}) {
+		t.Errorf("recap %+v complete=%v", recap, complete)
+	}
+	if !slices.Equal(raw, []string{"[WARNING]: not json on stdout"}) {
+		t.Errorf("raw lines %q", raw)
+	}
+	if got, want := live[2].Diff, "--- /etc/exports\n+++ /etc/exports\n@@ -1 +1,2 @@\n /a 10.0.0.0/24(rw)\n+/b 10.0.0.0/24(ro)\n"; got != want {
+		t.Errorf("diff\n%s\nwant\n%s", got, want)
+	}
+	if got := live[4].Msg; got != "non-zero return code; stderr: E: "+Masked {
+		t.Errorf("failure message %q: want stderr included and the secret masked", got)
+	}
+
+	res := &Result{ExitCode: 2, Recap: recap, Events: events}
+	err := res.Err()
+	if !errors.Is(err, ErrHostFailed) || !errors.Is(err, ErrUnreachable) {
+		t.Errorf("Err() = %v: want both ErrHostFailed and ErrUnreachable", err)
+	}
+	for _, want := range []string{"tasks failed on 1 host(s): worker-1 (nfs_client : Install: non-zero return code", "could not reach 1 host(s): worker-2"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Err() %q lacks %q", err, want)
+		}
+	}
+}
+
+func TestEventParserWithoutStats(t *testing.T) {
+	p := newEventParser(nil, nil)
+	for _, l := range jsonlRun[:8] { // cut before the stats
+		p.line(l)
+	}
+	_, recap, complete, _ := p.result()
+	if complete {
+		t.Error("recap complete without stats")
+	}
+	want := map[string]HostRecap{
+		"storage":  {OK: 1, Changed: 1, Skipped: 1},
+		"worker-1": {Failed: 1},
+		"worker-2": {Unreachable: 1},
+	}
+	if !mapsEqual(recap, want) {
+		t.Errorf("counted recap %+v, want %+v", recap, want)
+	}
+}
+
+func TestResultErr(t *testing.T) {
+	tests := []struct {
+		name    string
+		res     Result
+		wantNil bool
+		wantIs  error
+		wantMsg string
+	}{
+		{name: "ok", res: Result{ExitCode: 0}, wantNil: true},
+		{name: "syntax error", res: Result{ExitCode: 4, Stderr: "ERROR! couldn't resolve module/action 'nope'\n"}, wantIs: ErrPlaybook, wantMsg: "ansible-playbook exited with status 4: ERROR! couldn't resolve"},
+		{name: "unreachable", res: Result{ExitCode: 4, Recap: map[string]HostRecap{"a": {Unreachable: 1}}}, wantIs: ErrUnreachable, wantMsg: "could not reach 1 host(s): a"},
+		{name: "failed", res: Result{ExitCode: 2, Recap: map[string]HostRecap{"b": {Failed: 1}, "a": {Failed: 2}, "c": {OK: 3}}}, wantIs: ErrHostFailed, wantMsg: "tasks failed on 2 host(s): a, b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.res.Err()
+			if tt.wantNil {
+				if err != nil {
+					t.Fatalf("Err() = %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, tt.wantIs) {
+				t.Errorf("Err() = %v, want %v", err, tt.wantIs)
+			}
+			if !strings.Contains(err.Error(), tt.wantMsg) {
+				t.Errorf("Err() = %q, want %q", err, tt.wantMsg)
+			}
+		})
+	}
+}
+
+func TestUnifiedDiff(t *testing.T) {
+	tests := []struct {
+		name, a, b, want string
+	}{
+		{"equal", "x\n", "x\n", ""},
+		{"new file", "", "a\nb\n", "--- f\n+++ g\n@@ -0,0 +1,2 @@\n+a\n+b\n"},
+		{"removed line", "a\nb\nc\n", "a\nc\n", "--- f\n+++ g\n@@ -1,3 +1,2 @@\n a\n-b\n c\n"},
+		{"replace", "a\nold\nc\n", "a\nnew\nc\n", "--- f\n+++ g\n@@ -1,3 +1,3 @@\n a\n-old\n+new\n c\n"},
+		{
+			"two hunks",
+			"1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n",
+			"1\nX\n3\n4\n5\n6\n7\n8\n9\n10\n11\nY\n",
+			"--- f\n+++ g\n@@ -1,5 +1,5 @@\n 1\n-2\n+X\n 3\n 4\n 5\n@@ -9,4 +9,4 @@\n 9\n 10\n 11\n-12\n+Y\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := unifiedDiff("f", "g", tt.a, tt.b); got != tt.want {
+				t.Errorf("unifiedDiff =\n%s\nwant\n%s", got, tt.want)
+			}
+		})
+	}
+}

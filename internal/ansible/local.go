@@ -1,0 +1,203 @@
+package ansible
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/apenella/go-ansible/v2/pkg/execute"
+	"github.com/apenella/go-ansible/v2/pkg/execute/exec"
+	"github.com/apenella/go-ansible/v2/pkg/playbook"
+)
+
+// killGrace is how long ansible-playbook gets between SIGTERM and SIGKILL
+// when a run is cancelled.
+const killGrace = 10 * time.Second
+
+// LocalRunner runs ansible-playbook on this machine through go-ansible's
+// DefaultExecute.
+type LocalRunner struct{}
+
+// Run implements Runner. The bundle runs where it is (b.Dir).
+func (LocalRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (*Result, error) {
+	argv, err := Command(b, b.Dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	dir := opts.Dir
+	if dir == "" {
+		dir = b.Dir
+	}
+	if _, err := osexec.LookPath(argv[0]); err != nil {
+		return nil, fmt.Errorf("running %s: %w", argv[0], err)
+	}
+	r := newRun(b, argv, dir, opts)
+	px := &procExec{dir: dir, env: append(scrubEnv(os.Environ()), runEnv(b.Dir)...)}
+
+	// Hand DefaultExecute exactly the argv Command built and checked.
+	exe := execute.NewDefaultExecute(
+		execute.WithCmd(fixedCommand(argv)),
+		execute.WithExecutable(px),
+		execute.WithWrite(r.out),
+		execute.WithWriteError(r.errw),
+		execute.WithErrorEnrich(playbook.NewAnsiblePlaybookErrorEnrich()),
+	)
+	opts.logger().Debug("running ansible-playbook", "dir", dir, "argv", strings.Join(argv, " "))
+	execErr := safeExecute(ctx, exe)
+	code := px.wait()
+	res := r.finish(code)
+
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("ansible-playbook cancelled: %w", ctx.Err())
+	}
+	if code < 0 {
+		return res, fmt.Errorf("running ansible-playbook: %w", execErr)
+	}
+	return res, res.Err()
+}
+
+// safeExecute shields us from go-ansible's error path, which type-asserts
+// the wait error to *exec.ExitError.
+func safeExecute(ctx context.Context, exe *execute.DefaultExecute) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("go-ansible: %v", p)
+		}
+	}()
+	return exe.Execute(ctx)
+}
+
+// fixedCommand hands DefaultExecute a prepared argv.
+type fixedCommand []string
+
+func (c fixedCommand) Command() ([]string, error) { return c, nil }
+func (c fixedCommand) String() string             { return strings.Join(c, " ") }
+
+// scrubEnv drops inherited variables that could override the bundle's
+// ansible.cfg (ANSIBLE_*) or that carry credentials ansible has no use for
+// (OpenStack's OS_*, anything named like a password, secret or token): the
+// less a child process holds, the less it can leak.
+func scrubEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		u := strings.ToUpper(k)
+		if strings.HasPrefix(u, "ANSIBLE_") || strings.HasPrefix(u, "OS_") ||
+			strings.Contains(u, "PASSWORD") || strings.Contains(u, "SECRET") || strings.Contains(u, "TOKEN") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// procExec is go-ansible's Executabler for our process: working directory,
+// scrubbed environment, stdin from /dev/null (no prompt can ever wait for
+// an answer), its own process group so that cancel reaches ansible's
+// workers and ssh children, SIGTERM then SIGKILL.
+//
+// It returns a wrapper rather than *exec.Cmd so that DefaultExecute does
+// not override Dir/Env/Stdin with its own defaults (os.Stdin).
+type procExec struct {
+	dir string
+	env []string
+
+	mu     sync.Mutex
+	cmd    *osexec.Cmd
+	waited chan struct{}
+	code   int
+}
+
+func (p *procExec) Command(name string, arg ...string) exec.Cmder {
+	return p.CommandContext(context.Background(), name, arg...)
+}
+
+func (p *procExec) CommandContext(ctx context.Context, name string, arg ...string) exec.Cmder {
+	c := osexec.CommandContext(ctx, name, arg...)
+	c.Dir = p.dir
+	c.Env = p.env
+	c.Stdin = nil
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error {
+		pid := c.Process.Pid
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		go func() {
+			select {
+			case <-p.waitedCh():
+			case <-time.After(killGrace):
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			}
+		}()
+		return nil
+	}
+	p.mu.Lock()
+	p.cmd = c
+	p.waited = make(chan struct{})
+	p.code = -1
+	p.mu.Unlock()
+	return &procCmd{Cmd: exec.NewCmd(c), p: p, c: c}
+}
+
+func (p *procExec) waitedCh() chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.waited
+}
+
+// wait reaps the process if DefaultExecute did not (it returns early when
+// the context ends) and returns the exit code (-1 if it never ran).
+func (p *procExec) wait() int {
+	p.mu.Lock()
+	c, waited := p.cmd, p.waited
+	p.mu.Unlock()
+	if c == nil || c.Process == nil {
+		return -1
+	}
+	select {
+	case <-waited:
+	default:
+		_ = c.Wait()
+		p.markWaited(c)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.code
+}
+
+func (p *procExec) markWaited(c *osexec.Cmd) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.waited:
+		return
+	default:
+	}
+	if c.ProcessState != nil {
+		p.code = c.ProcessState.ExitCode() // -1 if killed by a signal
+	}
+	close(p.waited)
+}
+
+// procCmd records the exit of the wrapped command.
+type procCmd struct {
+	*exec.Cmd
+	p *procExec
+	c *osexec.Cmd
+}
+
+func (pc *procCmd) Wait() error {
+	err := pc.Cmd.Wait()
+	pc.p.markWaited(pc.c)
+	var ee *osexec.ExitError
+	if err != nil && !errors.As(err, &ee) && pc.c.ProcessState != nil && !pc.c.ProcessState.Success() {
+		// Keep go-ansible's *ExitError assertion happy.
+		return &osexec.ExitError{ProcessState: pc.c.ProcessState}
+	}
+	return err
+}
