@@ -225,3 +225,57 @@ func TestCleanupStale(t *testing.T) {
 		}
 	}
 }
+
+// A connection cut mid-run leaves the staging directory behind; the next
+// run's CleanupStale removes it once the orphaned ansible-playbook is gone.
+func TestRemoteRunnerCutConnectionThenCleanupStale(t *testing.T) {
+	needAnsible(t)
+	srv := remotetest.Start(t)
+	dial := func() *remote.Client {
+		c, err := remote.Dial(context.Background(), remote.Config{
+			Address: srv.Addr, User: "root", KeyFiles: []string{srv.RootKeyFile},
+			KnownHostsFile: srv.KnownHostsFile, Timeout: 20 * time.Second,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	base := filepath.Join(t.TempDir(), "runs")
+	rr := &RemoteRunner{Client: dial(), BaseDir: base}
+	b, err := NewBundle(probeSpec(t, t.TempDir(), map[string]string{"node-a": "probe_sleep: 3"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	_, err = rr.Run(context.Background(), b, RunOptions{OnEvent: func(e Event) {
+		if e.Kind == KindResult && e.Task == "probe : Write file" {
+			_ = rr.Client.Close() // the network goes away
+		}
+	}})
+	if !errors.Is(err, remote.ErrUnreachable) {
+		t.Fatalf("Run = %v, want remote.ErrUnreachable", err)
+	}
+	left, _ := filepath.Glob(filepath.Join(base, "heatsible-test-probe-*"))
+	if len(left) != 1 {
+		t.Fatalf("want the staging directory left behind, found %v", left)
+	}
+
+	next := &RemoteRunner{Client: dial(), BaseDir: base}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		removed, err := next.CleanupStale(context.Background(), "test", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Equal(removed, left) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("CleanupStale never removed %v (still locked by a live ansible-playbook?)", left)
+		}
+		time.Sleep(time.Second)
+	}
+	assertEmptyDir(t, base)
+}
