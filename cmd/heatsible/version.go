@@ -16,19 +16,23 @@ func newVersion(g *globals) *cobra.Command {
 		Short: "Print heatsible's version",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			v := version
-			if v == "" {
-				if bi, ok := debug.ReadBuildInfo(); ok {
-					v = bi.Main.Version
-					for _, s := range bi.Settings {
-						if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-							v += " (" + s.Value[:12] + ")"
-						}
-					}
-				}
-			}
-			fmt.Fprintf(g.stdout, "heatsible %s\n", v)
+			fmt.Fprintf(g.stdout, "heatsible %s\n", versionString())
 			return nil
 		},
 	}
+}
+
+func versionString() string {
+	v := version
+	if v == "" {
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			v = bi.Main.Version
+			for _, s := range bi.Settings {
+				if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+					v += " (" + s.Value[:12] + ")"
+				}
+			}
+		}
+	}
+	return v
 }

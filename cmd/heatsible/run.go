@@ -1,0 +1,189 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heatsible/heatsible/internal/ansible"
+	"github.com/heatsible/heatsible/internal/fail"
+	"github.com/heatsible/heatsible/internal/lcm"
+)
+
+func newRun(g *globals) *cobra.Command {
+	var in inputs
+	o := lcm.RunOptions{}
+	var tags string
+	cmd := &cobra.Command{
+		Use:   "run OPERATION --request FILE [--package DIR] (--stack ID|NAME | --topology FILE) [--local | --ansible-host ADDR]",
+		Short: "Run a lifecycle operation on the cluster (instantiate-end)",
+		Long: `run performs a VNF lifecycle operation on the cluster's VMs with Ansible.
+
+Operations:
+  instantiate-end   on the storage server: find the Cinder volume, create ext4
+                    only if it has no file system, mount it (and record it in
+                    fstab), create and export the directories over NFS, and
+                    verify the exports; install the NFS client on every master
+                    and worker; register the PersistentVolumes (spec.nfs.server
+                    set to the storage server's address) and wait until they
+                    are Available.
+
+Where Ansible runs: by default on the Ansible host of the request
+(ansible.ip_address, ansible.username, ansible.password), reached over SSH; the
+run bundle is uploaded to a private directory there and removed afterwards,
+also after a failure or Ctrl-C. --ansible-host overrides the address; --local
+runs ansible-playbook on this machine instead.
+
+Host keys: every SSH connection (to the Ansible host, and Ansible's to each
+node) is verified against --known-hosts (default ~/.ssh/known_hosts).
+--insecure-ignore-host-key turns that off for the Ansible host only, loudly.
+
+Passwords reach Ansible only through a 0600 vars file inside the run bundle:
+never the command line, the environment or the inventory.
+
+Progress is printed as tasks finish, one line per host; a recap table ends the
+run. With -o json, stdout gets one JSON document with the recap and the exit
+code. Exit codes are in 'heatsible --help'.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Operation = args[0]
+			if o.Operation != lcm.OpInstantiateEnd {
+				return fail.With(fail.Invalid, fmt.Errorf("unknown operation %q; heatsible run knows: %s", o.Operation, lcm.OpInstantiateEnd))
+			}
+			if o.Local && o.AnsibleHost != "" {
+				return fail.With(fail.Invalid, fmt.Errorf("give either --local or --ansible-host, not both"))
+			}
+			req, err := in.loadRequest(g, true)
+			if err != nil {
+				return err
+			}
+			o.Request, o.PackageDir, o.Source = req, in.pkg, in.source()
+			if tags != "" {
+				o.Tags = strings.Split(tags, ",")
+			}
+			o.Version = versionString()
+			p := newProgress(g)
+			o.OnEvent = p.event
+			o.Stderr = g.stderr
+			if g.verbose {
+				o.Verbosity = 1
+			}
+			fmt.Fprintf(g.stderr, "heatsible: %s: reading the cluster...\n", o.Operation)
+			out, err := lcm.Run(cmd.Context(), o)
+			p.finish(out, err)
+			return err
+		},
+	}
+	in.addRequest(cmd)
+	in.addPackage(cmd)
+	in.addSource(cmd)
+	f := cmd.Flags()
+	f.BoolVar(&o.Local, "local", false, "run ansible-playbook on this machine instead of the Ansible host")
+	f.StringVar(&o.AnsibleHost, "ansible-host", "", "Ansible host address (overrides the request's ansible.ip_address)")
+	f.StringSliceVar(&o.SSHKeyFiles, "ssh-key", nil, "private key file(s) for the Ansible host (besides the request's password)")
+	f.BoolVar(&o.UseAgent, "ssh-agent", false, "offer the keys of the ssh-agent at $SSH_AUTH_SOCK to the Ansible host")
+	f.StringVar(&o.KnownHosts, "known-hosts", "", "known_hosts file for the Ansible host and every node (default ~/.ssh/known_hosts)")
+	f.BoolVar(&o.InsecureIgnoreHostKey, "insecure-ignore-host-key", false, "DANGEROUS: accept any host key from the Ansible host (lab use only)")
+	f.BoolVar(&o.Check, "check", false, "dry run: ansible-playbook --check --diff, nothing changes on any host")
+	f.StringVar(&tags, "tags", "", "run only these roles (comma-separated: cinder_volume,nfs_server,nfs_client,pv_register)")
+	f.StringVar(&o.Limit, "limit", "", "run only on these nodes or groups (Ansible --limit pattern)")
+	f.IntVar(&o.Forks, "forks", 0, "hosts Ansible works on at once (default 50)")
+	return cmd
+}
+
+// progress prints events as they arrive and the recap at the end.
+type progress struct {
+	g     *globals
+	color bool
+	task  string
+}
+
+func newProgress(g *globals) *progress {
+	color := false
+	if f, ok := g.stderr.(*os.File); ok && !g.json() && os.Getenv("NO_COLOR") == "" {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			color = true
+		}
+	}
+	return &progress{g: g, color: color}
+}
+
+var statusColor = map[ansible.Status]string{
+	ansible.StatusOK: "32", ansible.StatusChanged: "33", ansible.StatusFailed: "31",
+	ansible.StatusUnreachable: "31", ansible.StatusSkipped: "36",
+}
+
+func (p *progress) paint(s ansible.Status, text string) string {
+	if !p.color {
+		return text
+	}
+	return "\x1b[" + statusColor[s] + "m" + text + "\x1b[0m"
+}
+
+func (p *progress) event(e ansible.Event) {
+	if p.g.json() && !p.g.verbose {
+		return
+	}
+	w := p.g.stderr
+	switch e.Kind {
+	case ansible.KindPlayStart:
+		fmt.Fprintf(w, "== %s\n", e.Play)
+	case ansible.KindResult:
+		if e.Status == ansible.StatusSkipped && !p.g.verbose {
+			return
+		}
+		line := fmt.Sprintf("  %-24s %-11s %s", e.Host, p.paint(e.Status, string(e.Status)), e.Task)
+		if (e.Status == ansible.StatusFailed || e.Status == ansible.StatusUnreachable) && e.Msg != "" {
+			line += "\n      " + strings.ReplaceAll(strings.TrimSpace(e.Msg), "\n", "\n      ")
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+func (p *progress) finish(out *lcm.Outcome, err error) {
+	if out == nil || out.Result == nil {
+		return
+	}
+	r := out.Result
+	hosts := make([]string, 0, len(r.Recap))
+	for h := range r.Recap {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	changed, changedHosts := 0, 0
+	for _, h := range hosts {
+		if c := r.Recap[h].Changed; c > 0 {
+			changed += c
+			changedHosts++
+		}
+	}
+	status := "ok"
+	if err != nil {
+		status = "FAILED"
+	}
+	if p.g.json() {
+		enc := json.NewEncoder(p.g.stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(map[string]any{
+			"ok": err == nil, "exit_code": fail.Code(err), "operation": out.Operation, "cluster": out.Cluster,
+			"where": out.Where, "check": out.Check,
+			"recap": r.Recap, "changed": changed, "changed_hosts": changedHosts, "seconds": out.Duration.Seconds(),
+		})
+		return
+	}
+	w := tabwriter.NewWriter(p.g.stderr, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "\nHOST\tOK\tCHANGED\tFAILED\tUNREACHABLE\tSKIPPED")
+	for _, h := range hosts {
+		rc := r.Recap[h]
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\n", h, rc.OK, rc.Changed, rc.Failed, rc.Unreachable, rc.Skipped)
+	}
+	w.Flush()
+	fmt.Fprintf(p.g.stderr, "%s on %s (%s): %s in %s, %d changes on %d hosts\n",
+		out.Operation, out.Cluster, out.Where, status, out.Duration.Round(100*time.Millisecond), changed, changedHosts)
+}

@@ -1,0 +1,93 @@
+package lcm
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/heatsible/heatsible/internal/fail"
+	"github.com/heatsible/heatsible/internal/topology"
+)
+
+// Holder says who holds a cluster lock.
+type Holder struct {
+	Operation string    `json:"operation"`
+	PID       int       `json:"pid"`
+	Host      string    `json:"host"`
+	Started   time.Time `json:"started"`
+}
+
+func (h Holder) String() string {
+	return fmt.Sprintf("%s (pid %d on %s, started %s)", h.Operation, h.PID, h.Host, h.Started.Format(time.RFC3339))
+}
+
+// Lock is a held per-cluster lock.
+type Lock struct {
+	f    *os.File
+	path string
+}
+
+// StateDir is where heatsible keeps per-cluster state on this machine: the
+// locks and the run records. HEATSIBLE_STATE_DIR overrides it.
+func StateDir() string {
+	if d := os.Getenv("HEATSIBLE_STATE_DIR"); d != "" {
+		return d
+	}
+	if os.Geteuid() == 0 {
+		return "/var/lib/heatsible"
+	}
+	if d, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(d, ".local", "state", "heatsible")
+	}
+	return filepath.Join(os.TempDir(), "heatsible")
+}
+
+// Acquire takes the lock of cluster for operation, without waiting: a second
+// operation on the same cluster is refused (exit code Refused) with the
+// holder's operation, pid, host and start time. The lock is an flock, so the
+// kernel releases it when the holder dies, however it dies.
+func Acquire(cluster, operation string) (*Lock, error) {
+	dir := StateDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the state directory: %w", err)
+	}
+	p := filepath.Join(dir, topology.SanitizeName(cluster)+".lock")
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening the cluster lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		defer f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			var h Holder
+			data, _ := os.ReadFile(p)
+			if json.Unmarshal(data, &h) == nil && h.PID != 0 {
+				return nil, fail.With(fail.Refused, fmt.Errorf("cluster %s is busy: %s holds its lock (%s); wait for it to finish", cluster, h, p))
+			}
+			return nil, fail.With(fail.Refused, fmt.Errorf("cluster %s is busy: another heatsible holds its lock %s", cluster, p))
+		}
+		return nil, fmt.Errorf("locking %s: %w", p, err)
+	}
+	host, _ := os.Hostname()
+	h := Holder{Operation: operation, PID: os.Getpid(), Host: host, Started: time.Now().UTC()}
+	data, _ := json.Marshal(h)
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt(append(data, '\n'), 0)
+	}
+	return &Lock{f: f, path: p}, nil
+}
+
+// Release gives the lock up.
+func (l *Lock) Release() {
+	if l == nil || l.f == nil {
+		return
+	}
+	l.f.Truncate(0)
+	syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	l.f.Close()
+	l.f = nil
+}

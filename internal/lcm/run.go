@@ -1,0 +1,271 @@
+package lcm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/heatsible/heatsible/internal/ansible"
+	"github.com/heatsible/heatsible/internal/fail"
+	"github.com/heatsible/heatsible/internal/params"
+	"github.com/heatsible/heatsible/internal/remote"
+	"github.com/heatsible/heatsible/internal/topology"
+	"github.com/heatsible/heatsible/playbooks"
+	"github.com/heatsible/heatsible/roles"
+)
+
+// Operations heatsible runs with "heatsible run".
+const (
+	OpInstantiateEnd = "instantiate-end"
+)
+
+// RunOptions is one "heatsible run" invocation.
+type RunOptions struct {
+	Operation  string
+	Request    *params.Request
+	PackageDir string
+	Source     Source
+
+	// Local runs ansible-playbook on this machine; otherwise it runs on the
+	// Ansible host: AnsibleHost if set, else the request's
+	// ansible.ip_address.
+	Local       bool
+	AnsibleHost string
+	// SSH to the Ansible host: the request's ansible.username/password, plus
+	// these.
+	SSHKeyFiles []string
+	UseAgent    bool
+	// KnownHosts verifies the Ansible host's key and, inside the bundle,
+	// every node's key (~/.ssh/known_hosts if empty).
+	KnownHosts            string
+	InsecureIgnoreHostKey bool
+
+	Check     bool
+	Tags      []string
+	Limit     string
+	Forks     int
+	Verbosity int
+
+	// OnEvent receives every Ansible event live.
+	OnEvent func(ansible.Event)
+	// Stderr receives ansible-playbook's stderr, masked.
+	Stderr io.Writer
+	Logger *slog.Logger
+	// Version goes into rendered playbooks.
+	Version string
+}
+
+// Outcome is what a run did.
+type Outcome struct {
+	Operation string
+	Cluster   string
+	Where     string // "local" or "ansible host ADDR"
+	Check     bool
+	Topology  *topology.Topology
+	Result    *ansible.Result
+	Started   time.Time
+	Duration  time.Duration
+}
+
+// Run runs an operation: topology, lock, bundle, ansible-playbook, recap.
+// Errors carry exit codes (package fail).
+func Run(ctx context.Context, o RunOptions) (*Outcome, error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	start := time.Now()
+	if o.Operation != OpInstantiateEnd {
+		return nil, fail.With(fail.Invalid, fmt.Errorf("unknown operation %q (have: %s)", o.Operation, OpInstantiateEnd))
+	}
+	req := o.Request
+	if req.NeedsPackage() && o.PackageDir == "" {
+		return nil, fail.With(fail.Invalid, errors.New("--package DIR: the request names files of the VNF package (PV manifests, scripts); give the package directory"))
+	}
+	t, err := LoadTopology(ctx, req, o.Source)
+	if err != nil {
+		return nil, err
+	}
+	// Everything that can be checked locally is checked before any host is
+	// touched: known_hosts, where Ansible runs, the bundle's content.
+	knownHosts, khPath, err := readKnownHosts(o.KnownHosts)
+	if err != nil {
+		return nil, err
+	}
+	files, err := Prepare(req, t, o.PackageDir, o.Operation, o.Version)
+	if err != nil {
+		return nil, fail.With(fail.Invalid, err)
+	}
+	var sshCfg *remote.Config
+	where := "local"
+	if !o.Local {
+		cfg, err := ansibleHost(req, o, khPath)
+		if err != nil {
+			return nil, err
+		}
+		sshCfg = cfg
+		where = "ansible host " + cfg.Address
+	}
+	lock, err := Acquire(t.Cluster, o.Operation)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Release()
+
+	b, err := ansible.NewBundle(ansible.BundleSpec{
+		Cluster:       t.Cluster,
+		Operation:     o.Operation,
+		Inventory:     files.Inventory,
+		InventoryName: "hosts.ini",
+		Playbook:      files.Playbook,
+		Roles:         roles.FS,
+		GroupVars:     files.GroupVars,
+		Secrets:       files.Secrets,
+		SecretValues:  files.SecretValues,
+		Files:         manifestFiles(files.Manifests),
+		KnownHosts:    knownHosts,
+		Forks:         o.Forks,
+	})
+	if err != nil {
+		return nil, fail.With(fail.Internal, fmt.Errorf("staging the run bundle: %w", err))
+	}
+	defer b.Close()
+
+	var runner ansible.Runner = ansible.LocalRunner{}
+	if sshCfg != nil {
+		sshCfg.Logger = log
+		client, err := remote.Dial(ctx, *sshCfg)
+		if err != nil {
+			return nil, fail.With(sshExit(err), fmt.Errorf("connecting to the Ansible host: %w", err))
+		}
+		defer client.Close()
+		runner = &ansible.RemoteRunner{Client: client, Logger: log}
+	}
+	res, err := runner.Run(ctx, b, ansible.RunOptions{
+		Check:     o.Check,
+		Diff:      o.Check,
+		Limit:     o.Limit,
+		Tags:      o.Tags,
+		Verbosity: o.Verbosity,
+		OnEvent:   o.OnEvent,
+		Stderr:    o.Stderr,
+		Logger:    log,
+	})
+	out := &Outcome{Operation: o.Operation, Cluster: t.Cluster, Where: where, Check: o.Check, Topology: t, Result: res, Started: start, Duration: time.Since(start)}
+	if err != nil {
+		return out, fail.With(runExit(err), err)
+	}
+	return out, nil
+}
+
+// Prepare builds the operation's files: inventory, playbook, group_vars,
+// secrets and prepared manifests. It touches nothing outside memory.
+func Prepare(req *params.Request, t *topology.Topology, pkgDir, op, version string) (*Files, error) {
+	inv, err := Inventory(req, t)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := inv.WriteINI(&buf); err != nil {
+		return nil, err
+	}
+	f := &Files{Inventory: buf.Bytes()}
+	if err := buildVars(req, t, pkgDir, f); err != nil {
+		return nil, err
+	}
+	masters := t.ByRole(topology.RoleMaster)
+	pb, err := playbooks.Render(op, playbooks.Data{
+		Cluster:     t.Cluster,
+		Operation:   op,
+		FirstMaster: masters[0].Name,
+		Storage:     req.Cluster.StorageServer != nil,
+		PVs:         len(req.Cluster.PVRegistrationParams) > 0,
+		PVState:     "present",
+		Version:     version,
+	})
+	if err != nil {
+		return nil, err
+	}
+	f.Playbook = pb
+	return f, nil
+}
+
+func manifestFiles(m map[string][]byte) map[string][]byte {
+	out := map[string][]byte{}
+	for name, b := range m {
+		out[ManifestDir+"/"+name] = b
+	}
+	return out
+}
+
+// readKnownHosts reads the known_hosts file every SSH connection is verified
+// against. A missing file is an input error that says how to make one.
+func readKnownHosts(p string) ([]byte, string, error) {
+	if p == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return nil, "", fail.With(fail.Invalid, errors.New("--known-hosts FILE: no home directory to find ~/.ssh/known_hosts in; give the file"))
+		}
+		p = filepath.Join(home, ".ssh", "known_hosts")
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, "", fail.With(fail.Invalid, fmt.Errorf("--known-hosts %s: %v; heatsible verifies every host key: collect the nodes' keys (ssh-keyscan, then check the fingerprints against the VMs' consoles) into this file", p, err))
+	}
+	return b, p, nil
+}
+
+// ansibleHost works out how to reach the Ansible host.
+func ansibleHost(req *params.Request, o RunOptions, khPath string) (*remote.Config, error) {
+	a := req.Cluster.Ansible
+	addr := o.AnsibleHost
+	if addr == "" && a != nil {
+		addr = a.IPAddress
+	}
+	if addr == "" {
+		return nil, fail.With(fail.Invalid, errors.New("no Ansible host: give additionalParams.k8s_cluster_installation_param.ansible.ip_address in the request, --ansible-host ADDR, or --local to run ansible-playbook on this machine"))
+	}
+	cfg := &remote.Config{Address: addr, KeyFiles: o.SSHKeyFiles, UseAgent: o.UseAgent, KnownHostsFile: khPath, InsecureIgnoreHostKey: o.InsecureIgnoreHostKey}
+	if a != nil {
+		cfg.User, cfg.Password = a.Username, a.Password
+	}
+	if cfg.User == "" {
+		return nil, fail.With(fail.Invalid, errors.New("no user for the Ansible host: give ansible.username in the request"))
+	}
+	return cfg, nil
+}
+
+func sshExit(err error) int {
+	var hk *remote.HostKeyError
+	if errors.As(err, &hk) || errors.Is(err, remote.ErrUnreachable) {
+		return fail.Unreachable
+	}
+	if errors.Is(err, context.Canceled) {
+		return fail.Interrupted
+	}
+	return fail.Unreachable
+}
+
+func runExit(err error) int {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return fail.Interrupted
+	case errors.Is(err, ansible.ErrUnreachable), errors.Is(err, remote.ErrUnreachable):
+		return fail.Unreachable
+	case errors.Is(err, ansible.ErrHostFailed):
+		return fail.HostFailed
+	}
+	var hk *remote.HostKeyError
+	if errors.As(err, &hk) {
+		return fail.Unreachable
+	}
+	// ErrPlaybook (ansible-playbook failed with no host to blame: a syntax
+	// error, a bad option) is heatsible's bug: Internal.
+	return fail.Internal
+}

@@ -1,0 +1,194 @@
+package lcm
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"sort"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/heatsible/heatsible/internal/manifest"
+	"github.com/heatsible/heatsible/internal/params"
+	"github.com/heatsible/heatsible/internal/topology"
+	"github.com/heatsible/heatsible/inventory"
+)
+
+// Files are the operation-specific files of a run bundle, before the runner
+// stages them with the roles.
+type Files struct {
+	Inventory []byte
+	Playbook  []byte
+	// GroupVars maps a group name to its group_vars/<group>.yml. None of them
+	// holds a secret: passwords are referenced as "{{ heatsible_secrets.* }}"
+	// and defined only in Secrets.
+	GroupVars map[string][]byte
+	// Secrets is the 0600 vars file passed with -e @file.
+	Secrets []byte
+	// Manifests maps a file name under manifests/ to a prepared PV manifest.
+	Manifests map[string][]byte
+	// SecretValues lists every secret, for masking in logs and records.
+	SecretValues []string
+}
+
+// cinderVolume, nfsExport and pvManifest are the roles' variables (see each
+// role's defaults/main.yml).
+type cinderVolume struct {
+	ID      string `yaml:"id"`
+	Device  string `yaml:"device,omitempty"`
+	MountTo string `yaml:"mount_to"`
+}
+
+type nfsExport struct {
+	Dir     string `yaml:"dir"`
+	To      string `yaml:"to"`
+	Options string `yaml:"options,omitempty"`
+}
+
+type pvManifest struct {
+	Name string `yaml:"name"`
+	Src  string `yaml:"src"`
+}
+
+// ManifestDir is where prepared manifests sit in the bundle, relative to the
+// playbook.
+const ManifestDir = "manifests"
+
+// buildVars computes group_vars, secrets and prepared manifests for req on t.
+func buildVars(req *params.Request, t *topology.Topology, pkgDir string, f *Files) error {
+	c := req.Cluster
+	all := map[string]any{}
+	f.GroupVars = map[string][]byte{}
+	f.Manifests = map[string][]byte{}
+	secrets := map[string]string{}
+	addSecret := func(key, v string) {
+		if v != "" {
+			secrets[key] = v
+			f.SecretValues = append(f.SecretValues, v)
+		}
+	}
+	conn := func(group, key string) error {
+		// ansible_become_password: the users have sudo with a password on
+		// real VMs (passwordless on some); giving it is harmless either way.
+		return addGroupVars(f, group, map[string]any{
+			"ansible_password":        "{{ heatsible_secrets." + key + " }}",
+			"ansible_become_password": "{{ heatsible_secrets." + key + " }}",
+		})
+	}
+	if m := c.MasterNode; m != nil {
+		addSecret("master_password", m.Password)
+		if err := conn(inventory.GroupKubeControlPlane, "master_password"); err != nil {
+			return err
+		}
+	}
+	if w := c.WorkerNode; w != nil {
+		addSecret("worker_password", w.Password)
+		if err := conn(inventory.GroupKubeNode, "worker_password"); err != nil {
+			return err
+		}
+	}
+	if s := c.StorageServer; s != nil {
+		addSecret("storage_password", s.Password)
+		if err := conn(inventory.GroupNFSServer, "storage_password"); err != nil {
+			return err
+		}
+		var vols []cinderVolume
+		for _, v := range s.CinderVolumeSetupParams {
+			tv, ok := t.Volume(v.VolumeResourceID)
+			if !ok {
+				return fmt.Errorf("volume %s is not in the topology", v.VolumeResourceID)
+			}
+			vols = append(vols, cinderVolume{ID: tv.ID, Device: tv.Device, MountTo: v.MountTo})
+		}
+		var exports []nfsExport
+		for _, e := range s.NFSServerSetupParams {
+			exports = append(exports, nfsExport{Dir: e.ExportDir, To: e.ExportTo, Options: e.ExportOptions})
+		}
+		all["cinder_volumes"] = vols
+		all["nfs_exports"] = exports
+		impl := s.NFSServerImpl
+		if impl == "" {
+			impl = "kernel"
+		}
+		all["nfs_server_impl"] = impl
+	}
+	if lb := c.ExternalLBParam; lb != nil {
+		addSecret("external_lb_password", lb.SSHPassword)
+		if err := conn(inventory.GroupExternalLB, "external_lb_password"); err != nil {
+			return err
+		}
+	}
+	proxy := map[string]string{}
+	if p := c.Proxy; p != nil {
+		for k, v := range map[string]string{"http_proxy": p.HTTPProxy, "https_proxy": p.HTTPSProxy, "no_proxy": p.NoProxy} {
+			if v != "" {
+				proxy[k] = v
+			}
+		}
+	}
+	var pvs []pvManifest
+	for i, reg := range c.PVRegistrationParams {
+		pv, err := params.ReadManifest(pkgDir, reg.PVManifestFilePath)
+		if err != nil {
+			return fmt.Errorf("%s.pv_registration_params[%d].pv_manifest_file_path: %w", params.Prefix, i, err)
+		}
+		server := ""
+		if pv.Source == manifest.SourceNFS {
+			server = t.CPs[reg.NFSServerCP]
+		}
+		out, err := pv.Prepare(server)
+		if err != nil {
+			return err
+		}
+		name := pv.Name + ".yaml"
+		f.Manifests[name] = out
+		pvs = append(pvs, pvManifest{Name: pv.Name, Src: "{{ playbook_dir }}/" + path.Join(ManifestDir, name)})
+	}
+	all["pv_manifests"] = pvs
+	if err := addGroupVars(f, inventory.GroupAll, all); err != nil {
+		return err
+	}
+	// Proxy URLs may carry user:password, so the whole map is a secret.
+	sec := map[string]any{"heatsible_secrets": secrets, "proxy_env": proxy}
+	for _, v := range proxy {
+		if hasUserinfo(v) {
+			f.SecretValues = append(f.SecretValues, v)
+		}
+	}
+	b, err := marshal(sec)
+	if err != nil {
+		return err
+	}
+	f.Secrets = b
+	sort.Slice(f.SecretValues, func(i, j int) bool { return len(f.SecretValues[i]) > len(f.SecretValues[j]) })
+	return nil
+}
+
+func addGroupVars(f *Files, group string, vars map[string]any) error {
+	b, err := marshal(vars)
+	if err != nil {
+		return err
+	}
+	f.GroupVars[group] = b
+	return nil
+}
+
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteString("---\n# Written by heatsible for this run.\n")
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), enc.Close()
+}
+
+func hasUserinfo(u string) bool {
+	for i := 0; i < len(u); i++ {
+		if u[i] == '@' {
+			return true
+		}
+	}
+	return false
+}
