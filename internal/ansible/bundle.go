@@ -316,7 +316,6 @@ func (b *Bundle) Config(root string) []byte {
 			"host_key_checking":   "True",
 			"gathering":           "smart",
 			"stdout_callback":     "ansible.posix.jsonl",
-			"callbacks_enabled":   "",
 			"nocolor":             "True",
 			"retry_files_enabled": "False",
 			"interpreter_python":  "auto_silent",

@@ -122,7 +122,7 @@ func Run(ctx context.Context, o RunOptions) (*Outcome, error) {
 		Cluster:       t.Cluster,
 		Operation:     o.Operation,
 		Inventory:     files.Inventory,
-		InventoryName: "hosts.ini",
+		InventoryName: "hosts.yml",
 		Playbook:      files.Playbook,
 		Roles:         roles.FS,
 		GroupVars:     files.GroupVars,
@@ -161,6 +161,11 @@ func Run(ctx context.Context, o RunOptions) (*Outcome, error) {
 	if err != nil {
 		return out, fail.With(runExit(err), err)
 	}
+	if res != nil && len(res.Recap) == 0 && o.Limit == "" {
+		// Ansible warns and exits 0 when no host matches; for heatsible
+		// that is a run that did nothing, never a success.
+		return out, fail.With(fail.Internal, fmt.Errorf("ansible-playbook ran on no host at all (the inventory did not load, or matched nothing); see its warnings above"))
+	}
 	return out, nil
 }
 
@@ -171,8 +176,10 @@ func Prepare(req *params.Request, t *topology.Topology, pkgDir, op, version stri
 	if err != nil {
 		return nil, err
 	}
+	// YAML, not INI: when Ansible loads an inventory directory (the bundle's,
+	// which holds group_vars too) it skips files ending in .ini.
 	var buf bytes.Buffer
-	if err := inv.WriteINI(&buf); err != nil {
+	if err := inv.WriteYAML(&buf); err != nil {
 		return nil, err
 	}
 	f := &Files{Inventory: buf.Bytes()}
