@@ -139,7 +139,9 @@ func (p *progress) event(e ansible.Event) {
 			return
 		}
 		line := fmt.Sprintf("  %-24s %-11s %s", e.Host, p.paint(e.Status, string(e.Status)), e.Task)
-		if (e.Status == ansible.StatusFailed || e.Status == ansible.StatusUnreachable) && e.Msg != "" {
+		report := e.Status == ansible.StatusFailed || e.Status == ansible.StatusUnreachable ||
+			strings.HasSuffix(e.Action, "debug") // the roles' own reports, e.g. each PV's phase
+		if report && e.Msg != "" {
 			line += "\n      " + strings.ReplaceAll(strings.TrimSpace(e.Msg), "\n", "\n      ")
 		}
 		fmt.Fprintln(w, line)

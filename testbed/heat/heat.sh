@@ -377,9 +377,12 @@ do_status() {
 }
 
 stackctl() {
-  heat_ok && ks_ok || die "Keystone/Heat are not up: run '$0 up'"
+  if ! heat_ok || ! ks_ok; then die "Keystone/Heat are not up: run '$0 up'"; fi
   [ -f "$RUN/env" ] || die "no $RUN/env: run '$0 up'"
-  set -a; . "$RUN/env"; set +a
+  set -a
+  # shellcheck disable=SC1091  # written by up
+  . "$RUN/env"
+  set +a
   HEAT_RUN=$RUN $PY "$HERE/stackctl.py" "$@"
 }
 
