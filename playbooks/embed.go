@@ -31,6 +31,11 @@ type Data struct {
 	PVs bool
 	// PVState is present (register) or absent (unregister).
 	PVState string
+	// Target is what a heal acts on: "storage-server" (or "cluster", which
+	// renders as instantiate-end).
+	Target string
+	// DeleteReleased lets heal-start unregister Released PVs.
+	DeleteReleased bool
 	// Version is heatsible's version, written into the header.
 	Version string
 }

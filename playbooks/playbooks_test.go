@@ -17,6 +17,8 @@ func TestRenderGolden(t *testing.T) {
 	cases := map[string]Data{
 		"instantiate_end":            {Cluster: "k8s-a", Operation: "instantiate-end", FirstMaster: "master-0", Storage: true, PVs: true, PVState: "present", Version: "test"},
 		"instantiate_end_no_storage": {Cluster: "k8s-a", Operation: "instantiate-end", FirstMaster: "master-0", Version: "test"},
+		"heal_start_storage":         {Cluster: "k8s-a", Operation: "heal-start", Target: "storage-server", FirstMaster: "master-0", Storage: true, PVs: true, Version: "test"},
+		"heal_end_storage":           {Cluster: "k8s-a", Operation: "heal-end", Target: "storage-server", FirstMaster: "master-0", Storage: true, PVs: true, Version: "test"},
 	}
 	for name, d := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -48,6 +50,14 @@ func TestRenderGolden(t *testing.T) {
 	}
 }
 
+func TestUnknownHealTarget(t *testing.T) {
+	for _, op := range []string{"heal-start", "heal-end"} {
+		if _, err := Render(op, Data{Operation: op, Target: "node"}); err == nil || !strings.Contains(err.Error(), "has no playbook") {
+			t.Errorf("%s with target node: got %v", op, err)
+		}
+	}
+}
+
 func TestUnknownOperation(t *testing.T) {
 	if _, err := Render("explode", Data{}); err == nil || !strings.Contains(err.Error(), "instantiate-end") {
 		t.Fatalf("got %v", err)
@@ -62,7 +72,7 @@ func TestSyntaxCheck(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for _, op := range Operations() {
-		out, err := Render(op, Data{Cluster: "c", Operation: op, FirstMaster: "m", Storage: true, PVs: true, PVState: "present", Version: "test"})
+		out, err := Render(op, Data{Cluster: "c", Operation: op, Target: "storage-server", FirstMaster: "m", Storage: true, PVs: true, PVState: "present", Version: "test"})
 		if err != nil {
 			t.Fatal(err)
 		}

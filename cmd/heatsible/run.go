@@ -20,9 +20,10 @@ func newRun(g *globals) *cobra.Command {
 	var in inputs
 	o := lcm.RunOptions{}
 	var tags string
+	var storageServer, wholeCluster bool
 	cmd := &cobra.Command{
 		Use:   "run OPERATION --request FILE [--package DIR] (--stack ID|NAME | --topology FILE) [--local | --ansible-host ADDR]",
-		Short: "Run a lifecycle operation on the cluster (instantiate-end)",
+		Short: "Run a lifecycle operation on the cluster (instantiate-end, heal-start, heal-end)",
 		Long: `run performs a VNF lifecycle operation on the cluster's VMs with Ansible.
 
 Operations:
@@ -33,6 +34,22 @@ Operations:
                     and worker; register the PersistentVolumes (spec.nfs.server
                     set to the storage server's address) and wait until they
                     are Available.
+  heal-start --storage-server
+                    before the storage server VM is replaced: unregister the
+                    PVs heatsible registered. Refused (exit 6), with nothing
+                    deleted, while any of them is Bound, naming each PV and its
+                    claim (namespace/name). A Released PV (its claim is gone but
+                    its data is still on the export) is refused too until you
+                    acknowledge it with --delete-released.
+  heal-end --storage-server
+                    after the storage server VM was replaced: cinder_volume and
+                    nfs_server on the new server (a volume that has a file
+                    system is mounted as it is, never formatted), then the PVs
+                    registered again with the server's address as Heat gives
+                    it now.
+  heal-end --cluster
+                    after the whole cluster was replaced: instantiate-end on
+                    the new VMs.
 
 Where Ansible runs: by default on the Ansible host of the request
 (ansible.ip_address, ansible.username, ansible.password), reached over SSH; the
@@ -53,8 +70,16 @@ code. Exit codes are in 'heatsible --help'.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Operation = args[0]
-			if o.Operation != lcm.OpInstantiateEnd {
-				return fail.With(fail.Invalid, fmt.Errorf("unknown operation %q; heatsible run knows: %s", o.Operation, lcm.OpInstantiateEnd))
+			switch {
+			case storageServer && wholeCluster:
+				return fail.With(fail.Invalid, fmt.Errorf("give either --storage-server or --cluster, not both"))
+			case storageServer:
+				o.Target = lcm.TargetStorageServer
+			case wholeCluster:
+				o.Target = lcm.TargetCluster
+			}
+			if err := (lcm.Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased}).Check(); err != nil {
+				return fail.With(fail.Invalid, err)
 			}
 			if o.Local && o.AnsibleHost != "" {
 				return fail.With(fail.Invalid, fmt.Errorf("give either --local or --ansible-host, not both"))
@@ -90,6 +115,9 @@ code. Exit codes are in 'heatsible --help'.`,
 	f.BoolVar(&o.UseAgent, "ssh-agent", false, "offer the keys of the ssh-agent at $SSH_AUTH_SOCK to the Ansible host")
 	f.StringVar(&o.KnownHosts, "known-hosts", "", "known_hosts file for the Ansible host and every node (default ~/.ssh/known_hosts)")
 	f.BoolVar(&o.InsecureIgnoreHostKey, "insecure-ignore-host-key", false, "DANGEROUS: accept any host key from the Ansible host (lab use only)")
+	f.BoolVar(&storageServer, "storage-server", false, "heal target: the storage server")
+	f.BoolVar(&wholeCluster, "cluster", false, "heal target: the whole cluster (heal-end only)")
+	f.BoolVar(&o.DeleteReleased, "delete-released", false, "heal-start: also unregister Released PVs (their data stays on the export; a new claim may get it once they are registered again)")
 	f.BoolVar(&o.Check, "check", false, "dry run: ansible-playbook --check --diff, nothing changes on any host")
 	f.StringVar(&tags, "tags", "", "run only these roles (comma-separated: cinder_volume,nfs_server,nfs_client,pv_register)")
 	f.StringVar(&o.Limit, "limit", "", "run only on these nodes or groups (Ansible --limit pattern)")

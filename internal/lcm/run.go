@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/heatsible/heatsible/internal/ansible"
@@ -23,14 +24,69 @@ import (
 // Operations heatsible runs with "heatsible run".
 const (
 	OpInstantiateEnd = "instantiate-end"
+	OpHealStart      = "heal-start"
+	OpHealEnd        = "heal-end"
 )
+
+// Heal targets.
+const (
+	TargetStorageServer = "storage-server"
+	TargetCluster       = "cluster"
+)
+
+// Op is an operation with its target.
+type Op struct {
+	Name string
+	// Target is what a heal acts on: TargetStorageServer or TargetCluster.
+	Target string
+	// DeleteReleased lets heal-start of the storage server unregister
+	// Released PVs (their data stays on the export).
+	DeleteReleased bool
+}
+
+// Check reports an operation heatsible does not run, or a target that does
+// not fit it.
+func (op Op) Check() error {
+	switch op.Name {
+	case OpInstantiateEnd:
+		if op.Target != "" {
+			return fmt.Errorf("%s takes no heal target", op.Name)
+		}
+	case OpHealStart:
+		if op.Target != TargetStorageServer {
+			return fmt.Errorf("heal-start needs its target: --storage-server (heal of the whole cluster needs nothing before the new VMs exist unless kubespray is used, which heatsible does not drive yet)")
+		}
+	case OpHealEnd:
+		if op.Target != TargetStorageServer && op.Target != TargetCluster {
+			return fmt.Errorf("heal-end needs its target: --storage-server or --cluster")
+		}
+	default:
+		return fmt.Errorf("unknown operation %q; heatsible run knows: %s, %s, %s", op.Name, OpInstantiateEnd, OpHealStart, OpHealEnd)
+	}
+	if op.DeleteReleased && op.Name != OpHealStart {
+		return fmt.Errorf("--delete-released belongs to heal-start --storage-server")
+	}
+	return nil
+}
+
+// template is the playbook template an operation renders: heal-end of the
+// whole cluster is instantiate-end on the new VMs.
+func (op Op) template() string {
+	if op.Name == OpHealEnd && op.Target == TargetCluster {
+		return OpInstantiateEnd
+	}
+	return op.Name
+}
 
 // RunOptions is one "heatsible run" invocation.
 type RunOptions struct {
-	Operation  string
-	Request    *params.Request
-	PackageDir string
-	Source     Source
+	Operation string
+	// Target and DeleteReleased complete the operation (see Op).
+	Target         string
+	DeleteReleased bool
+	Request        *params.Request
+	PackageDir     string
+	Source         Source
 
 	// Local runs ansible-playbook on this machine; otherwise it runs on the
 	// Ansible host: AnsibleHost if set, else the request's
@@ -81,8 +137,9 @@ func Run(ctx context.Context, o RunOptions) (*Outcome, error) {
 		log = slog.Default()
 	}
 	start := time.Now()
-	if o.Operation != OpInstantiateEnd {
-		return nil, fail.With(fail.Invalid, fmt.Errorf("unknown operation %q (have: %s)", o.Operation, OpInstantiateEnd))
+	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased}
+	if err := op.Check(); err != nil {
+		return nil, fail.With(fail.Invalid, err)
 	}
 	req := o.Request
 	if req.NeedsPackage() && o.PackageDir == "" {
@@ -98,7 +155,7 @@ func Run(ctx context.Context, o RunOptions) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	files, err := Prepare(req, t, o.PackageDir, o.Operation, o.Version)
+	files, err := PrepareOp(req, t, o.PackageDir, op, o.Version)
 	if err != nil {
 		return nil, fail.With(fail.Invalid, err)
 	}
@@ -159,6 +216,9 @@ func Run(ctx context.Context, o RunOptions) (*Outcome, error) {
 	})
 	out := &Outcome{Operation: o.Operation, Cluster: t.Cluster, Where: where, Check: o.Check, Topology: t, Result: res, Started: start, Duration: time.Since(start)}
 	if err != nil {
+		if res != nil && refused(res) {
+			return out, fail.With(fail.Refused, err)
+		}
 		return out, fail.With(runExit(err), err)
 	}
 	if res != nil && len(res.Recap) == 0 && o.Limit == "" {
@@ -169,9 +229,14 @@ func Run(ctx context.Context, o RunOptions) (*Outcome, error) {
 	return out, nil
 }
 
-// Prepare builds the operation's files: inventory, playbook, group_vars,
-// secrets and prepared manifests. It touches nothing outside memory.
+// Prepare builds the files of operation op (no target); see PrepareOp.
 func Prepare(req *params.Request, t *topology.Topology, pkgDir, op, version string) (*Files, error) {
+	return PrepareOp(req, t, pkgDir, Op{Name: op}, version)
+}
+
+// PrepareOp builds the operation's files: inventory, playbook, group_vars,
+// secrets and prepared manifests. It touches nothing outside memory.
+func PrepareOp(req *params.Request, t *topology.Topology, pkgDir string, op Op, version string) (*Files, error) {
 	inv, err := Inventory(req, t)
 	if err != nil {
 		return nil, err
@@ -187,14 +252,19 @@ func Prepare(req *params.Request, t *topology.Topology, pkgDir, op, version stri
 		return nil, err
 	}
 	masters := t.ByRole(topology.RoleMaster)
-	pb, err := playbooks.Render(op, playbooks.Data{
-		Cluster:     t.Cluster,
-		Operation:   op,
-		FirstMaster: masters[0].Name,
-		Storage:     req.Cluster.StorageServer != nil,
-		PVs:         len(req.Cluster.PVRegistrationParams) > 0,
-		PVState:     "present",
-		Version:     version,
+	if op.Target == TargetStorageServer && req.Cluster.StorageServer == nil {
+		return nil, fmt.Errorf("%s --storage-server: the request has no storage_server", op.Name)
+	}
+	pb, err := playbooks.Render(op.template(), playbooks.Data{
+		Cluster:        t.Cluster,
+		Operation:      op.Name,
+		Target:         op.Target,
+		DeleteReleased: op.DeleteReleased,
+		FirstMaster:    masters[0].Name,
+		Storage:        req.Cluster.StorageServer != nil,
+		PVs:            len(req.Cluster.PVRegistrationParams) > 0,
+		PVState:        "present",
+		Version:        version,
 	})
 	if err != nil {
 		return nil, err
@@ -246,6 +316,25 @@ func ansibleHost(req *params.Request, o RunOptions, khPath string) (*remote.Conf
 		return nil, fail.With(fail.Invalid, errors.New("no user for the Ansible host: give ansible.username in the request"))
 	}
 	return cfg, nil
+}
+
+// refused reports whether a role refused for safety (its task is named
+// "Refuse ...", e.g. pv_register with a Bound PV): exit code Refused, not
+// HostFailed, so a hook can tell "fix the cluster first" from "broken".
+func refused(res *ansible.Result) bool {
+	for _, e := range res.Events {
+		if e.Kind != ansible.KindResult || e.Status != ansible.StatusFailed {
+			continue
+		}
+		name := e.Task // "pv_register : Refuse while ..."
+		if i := strings.LastIndex(name, " : "); i >= 0 {
+			name = name[i+3:]
+		}
+		if strings.HasPrefix(name, "Refuse") {
+			return true
+		}
+	}
+	return false
 }
 
 func sshExit(err error) int {
