@@ -205,8 +205,8 @@ func TestRealHeat(t *testing.T) {
 		}
 	}
 	if m := byRole[topology.RoleMaster]; len(m) != 1 || m[0].Address != "10.231.240.12" || m[0].SSHAddress != "10.231.240.12" ||
-		m[0].Name != "masternode" || m[0].Member == "" || m[0].MemberStackID == "" {
-		t.Errorf("masters = %+v, want one masternode at 10.231.240.12 with member and member stack", m)
+		m[0].Member == "" || m[0].Name != "masternode-"+m[0].Member || m[0].MemberStackID == "" {
+		t.Errorf("masters = %+v, want one masternode-<member> at 10.231.240.12 with member and member stack", m)
 	}
 	w := byRole[topology.RoleWorker]
 	if len(w) != 3 {
