@@ -84,6 +84,9 @@ func Build(t *topology.Topology, users Users) (*Inventory, error) {
 	inv := &Inventory{}
 	byRole := map[topology.Role][]string{}
 	for _, n := range t.Nodes {
+		if reservedName(n.Name) {
+			return nil, fmt.Errorf("inventory: node %q has the name of an inventory group; Ansible would confuse the host with the group (rename the node)", n.Name)
+		}
 		user := users.of(n.Role)
 		vars := []Var{{"ansible_host", n.SSHAddress}, {"ip", n.Address}}
 		if user != "" {
@@ -111,6 +114,18 @@ func Build(t *topology.Topology, users Users) (*Inventory, error) {
 		inv.Groups = append(inv.Groups, Group{Name: GroupExternalLB, Hosts: lb})
 	}
 	return inv, nil
+}
+
+// reservedName reports whether name is the name of a group Ansible or
+// heatsible uses: a host of that name makes Ansible warn and patterns such as
+// --limit etcd ambiguous.
+func reservedName(name string) bool {
+	switch name {
+	case GroupAll, "ungrouped", GroupKubeControlPlane, GroupEtcd, GroupKubeNode, GroupCalicoRR,
+		GroupK8sCluster, GroupNFSServer, GroupNFSClient, GroupExternalLB:
+		return true
+	}
+	return false
 }
 
 // Group returns the group called name.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net/netip"
 	"strings"
 
 	"gopkg.in/ini.v1"
@@ -58,7 +59,7 @@ func (inv *Inventory) WriteINI(w io.Writer) error {
 	for _, h := range inv.Hosts {
 		parts := make([]string, len(h.Vars))
 		for i, v := range h.Vars {
-			parts[i] = v.Name + "=" + v.Value
+			parts[i] = v.Name + "=" + iniValue(v.Value)
 		}
 		if len(parts) == 0 {
 			if _, err := all.NewBooleanKey(h.Name); err != nil {
@@ -100,6 +101,30 @@ func (inv *Inventory) WriteINI(w io.Writer) error {
 	}
 	_, err = w.Write(buf.Bytes())
 	return err
+}
+
+// iniValue writes v so that Ansible reads it back as the string v. Ansible's
+// INI plugin splits a host line with shlex and then hands each value to
+// Python's ast.literal_eval: 1e3, 0x10, 1_000, -1, 1-2j, True or None would
+// become numbers, booleans or null (a user "None" would silently become no
+// user at all). Such values are written "'v'": shlex removes the double
+// quotes, literal_eval the single ones. Build restricts values to
+// [A-Za-z0-9_.:@-], so neither quote can occur inside v. IP addresses and
+// values starting with a letter (other than True, False, None) are never
+// Python literals and stay as they are.
+func iniValue(v string) string {
+	switch {
+	case v == "True" || v == "False" || v == "None":
+	case v == "" || strings.ContainsAny(v[:1], "+-.0123456789") && !strings.ContainsAny(v, ":@") && !isIPv4(v):
+	default:
+		return v
+	}
+	return `"'` + v + `'"`
+}
+
+func isIPv4(v string) bool {
+	a, err := netip.ParseAddr(v)
+	return err == nil && a.Is4()
 }
 
 // WriteYAML writes Ansible's YAML inventory, as kubespray's
@@ -147,6 +172,31 @@ func (inv *Inventory) WriteYAML(w io.Writer) error {
 
 func mapping() *yaml.Node { return &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"} }
 
-func str(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
+// str is the scalar s, double-quoted unless YAML 1.1 surely reads it as a
+// string. Ansible reads inventories with PyYAML (YAML 1.1), which takes no,
+// on, yes, off as booleans, 1:20 (and an IPv6 address such as
+// 1:2:3:4:5:6:7:8) as a base-60 number and 2001-01-01 as a date; yaml.v3
+// writes YAML 1.2 and would leave them plain.
+func str(s string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+	if !plainYAML11(s) {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	return n
+}
+
+func plainYAML11(s string) bool {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Is4() || strings.Trim(s, "0123456789:") != ""
+	}
+	if s == "" || !(s[0] == '_' || s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z') {
+		return false
+	}
+	switch strings.ToLower(s) {
+	case "y", "yes", "n", "no", "true", "false", "on", "off", "null":
+		return false
+	}
+	return true
+}
 
 func add(m *yaml.Node, k string, v *yaml.Node) { m.Content = append(m.Content, str(k), v) }

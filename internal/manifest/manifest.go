@@ -75,14 +75,17 @@ func Parse(data []byte) (*PV, error) {
 		return nil, fmt.Errorf("holds %d YAML documents; give one PersistentVolume per file", len(docs))
 	}
 	root := docs[0].Content[0]
+	if err := checkTree(root, ""); err != nil {
+		return nil, err
+	}
 	if root.Kind != yaml.MappingNode {
 		return nil, errors.New("is not a YAML mapping; it must be a PersistentVolume object")
 	}
 	if v := scalar(root, "apiVersion"); v != "v1" {
-		return nil, fmt.Errorf("has apiVersion %q; a PersistentVolume is apiVersion v1", v)
+		return nil, fmt.Errorf("has apiVersion %s; a PersistentVolume is apiVersion v1", quote(v))
 	}
 	if k := scalar(root, "kind"); k != "PersistentVolume" {
-		return nil, fmt.Errorf("has kind %q; heatsible registers PersistentVolume manifests only", k)
+		return nil, fmt.Errorf("has kind %s; heatsible registers PersistentVolume manifests only", quote(k))
 	}
 	meta := child(root, "metadata")
 	name := scalar(meta, "name")
@@ -90,7 +93,7 @@ func Parse(data []byte) (*PV, error) {
 		return nil, errors.New("has no metadata.name")
 	}
 	if len(name) > 253 || !dns1123Subdomain.MatchString(name) {
-		return nil, fmt.Errorf("metadata.name %q is not a valid Kubernetes name (lower-case letters, digits, '-' and '.')", name)
+		return nil, fmt.Errorf("metadata.name %s is not a valid Kubernetes name (at most 253 lower-case letters, digits, '-' and '.')", quote(name))
 	}
 	if meta.Kind != yaml.MappingNode {
 		return nil, errors.New("metadata is not a mapping")
@@ -111,7 +114,10 @@ func Parse(data []byte) (*PV, error) {
 		pv.Source = SourceNFS
 		pv.NFSPath = scalar(nfs, "path")
 		if !strings.HasPrefix(pv.NFSPath, "/") {
-			return nil, fmt.Errorf("spec.nfs.path %q is not an absolute path", pv.NFSPath)
+			return nil, fmt.Errorf("spec.nfs.path %s is not an absolute path", quote(pv.NFSPath))
+		}
+		if strings.IndexFunc(pv.NFSPath, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+			return nil, fmt.Errorf("spec.nfs.path %s contains a control character (newline, tab, ...)", quote(pv.NFSPath))
 		}
 	case csi != nil:
 		if csi.Kind != yaml.MappingNode || scalar(csi, "driver") == "" {
@@ -122,6 +128,67 @@ func Parse(data []byte) (*PV, error) {
 		return nil, errors.New("has neither spec.nfs nor spec.csi; heatsible registers NFS or CSI PersistentVolumes")
 	}
 	return pv, nil
+}
+
+// checkTree refuses what a PersistentVolume never needs and what would make
+// heatsible and Kubernetes read the manifest differently:
+//   - anchors and aliases (and so merge keys): heatsible edits the tree, and
+//     an alias would carry an edit to a second place, or expand into a YAML
+//     bomb (billion laughs) in whatever reads the manifest next;
+//   - a key given twice in a mapping: heatsible reads the first, other YAML
+//     readers the last, so the spec.nfs.server heatsible sets may not be the
+//     one Kubernetes uses.
+func checkTree(n *yaml.Node, at string) error {
+	where := func() string {
+		if at == "" {
+			return "the top level"
+		}
+		return quote(at)
+	}
+	if n.Kind == yaml.AliasNode || n.Anchor != "" {
+		return fmt.Errorf("uses a YAML anchor or alias (at %s); write the PersistentVolume out in full", where())
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Kind != yaml.ScalarNode {
+				return fmt.Errorf("has a mapping key that is not a string (at %s)", where())
+			}
+			if k.Anchor != "" {
+				return fmt.Errorf("uses a YAML anchor or alias (at %s); write the PersistentVolume out in full", where())
+			}
+			if seen[k.Value] {
+				return fmt.Errorf("has the key %s twice (at %s); give each key once", quote(k.Value), where())
+			}
+			seen[k.Value] = true
+			sub := k.Value
+			if at != "" {
+				sub = at + "." + k.Value
+			}
+			if err := checkTree(n.Content[i+1], sub); err != nil {
+				return err
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			if err := checkTree(c, fmt.Sprintf("%s[%d]", at, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// quote shows a value from the manifest in a message, escaped and cut short
+// so a hostile manifest can neither flood the terminal nor forge lines.
+func quote(v string) string {
+	const max = 80
+	if len(v) > max {
+		return fmt.Sprintf("%q... (%d bytes)", v[:max], len(v))
+	}
+	return fmt.Sprintf("%q", v)
 }
 
 // Prepare returns the manifest as heatsible applies it: for an NFS PV,

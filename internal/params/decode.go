@@ -102,6 +102,15 @@ func Parse(data []byte) (*Request, error) {
 		return nil, Problems{{Path: "(request)", Msg: fmt.Sprintf("is a JSON %s; want an object with additionalParams or k8s_cluster_installation_param", jsonKind(root))}}
 	}
 	var probs Problems
+	// A key given twice is ambiguous: Go and Python keep the last value,
+	// other readers (and a human reviewing the request) the first.
+	_, whole := obj["additionalParams"]
+	for _, p := range duplicateKeys(data) {
+		if !whole {
+			p = "additionalParams." + p
+		}
+		probs.add(p, "is given more than once in its object; JSON readers differ on which one counts, so give it once")
+	}
 	addl := obj
 	addlPath := "additionalParams"
 	if v, ok := obj["additionalParams"]; ok {
@@ -190,6 +199,71 @@ func (d decoder) decode(path string, v any, dst reflect.Value) {
 		dst.SetString(s)
 	default:
 		panic("params: unsupported field kind " + dst.Kind().String())
+	}
+}
+
+// duplicateKeys returns the path of every object key that occurs more than
+// once in its object, in document order. data is valid JSON (Parse decoded
+// it already).
+func duplicateKeys(data []byte) []string {
+	type frame struct {
+		object    bool
+		path      string
+		keys      map[string]bool
+		key       string // the current key (objects)
+		expectKey bool   // objects: the next string is a key
+		index     int    // lists: the index of the next element
+	}
+	join := func(path, key string) string {
+		if path == "" {
+			return key
+		}
+		return path + "." + key
+	}
+	var stack []*frame
+	var dups []string
+	// next returns the path of the value that starts now in the container
+	// on top of the stack, and moves that container on.
+	next := func() string {
+		if len(stack) == 0 {
+			return ""
+		}
+		f := stack[len(stack)-1]
+		if f.object {
+			f.expectKey = true
+			return join(f.path, f.key)
+		}
+		f.index++
+		return fmt.Sprintf("%s[%d]", f.path, f.index-1)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return dups
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			if v == '{' || v == '[' {
+				p := next()
+				stack = append(stack, &frame{object: v == '{', path: p, keys: map[string]bool{}, expectKey: v == '{'})
+			} else if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		case string:
+			if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].expectKey {
+				f := stack[n-1]
+				if f.keys[v] {
+					dups = append(dups, join(f.path, v))
+				}
+				f.keys[v] = true
+				f.key, f.expectKey = v, false
+				continue
+			}
+		}
+		next()
 	}
 }
 

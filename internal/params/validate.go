@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/heatsible/heatsible/internal/topology"
 )
@@ -54,6 +56,11 @@ const (
 	maxName     = 255
 	maxPassword = 1024
 	maxPath     = 1024
+	// maxExportOptions bounds export_options: a real list is under 100
+	// characters, and it ends up on one line of /etc/exports.
+	maxExportOptions = 512
+	// maxURL bounds http_proxy and https_proxy.
+	maxURL = 2048
 )
 
 // Validate checks the request on its own and against the package directory,
@@ -157,6 +164,10 @@ func validateProxy(ps *Problems, p string, pr *Proxy) {
 		if f.v == "" {
 			continue
 		}
+		if len(f.v) > maxURL {
+			ps.add(p+"."+f.name, "is %d characters long; the limit is %d", len(f.v), maxURL)
+			continue
+		}
 		u, err := url.Parse(f.v)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || hasControl(f.v) || strings.ContainsAny(f.v, " \t") {
 			ps.add(p+"."+f.name, "is not an http:// or https:// URL with a host; write it as http://[user:password@]host:port")
@@ -231,7 +242,9 @@ func validateStorage(ps *Problems, p string, s *StorageServer) {
 			}
 		}
 		checkExportTo(ps, ep+".export_to", e.ExportTo)
-		if e.ExportOptions != "" {
+		if len(e.ExportOptions) > maxExportOptions {
+			ps.add(ep+".export_options", "is %d characters long; the limit is %d", len(e.ExportOptions), maxExportOptions)
+		} else if e.ExportOptions != "" {
 			for _, o := range strings.Split(e.ExportOptions, ",") {
 				if !exportOption.MatchString(o) {
 					ps.add(ep+".export_options", "has the option %q; write comma-separated NFS export options such as rw,sync,no_subtree_check (no spaces or parentheses)", o)
@@ -333,6 +346,8 @@ func checkPackageFile(ps *Problems, p, v string, opts Options) bool {
 		ps.add(p, "is %d characters long; the limit is %d", len(v), maxPath)
 	case hasControl(v):
 		ps.add(p, "contains a control character; remove it")
+	case hasInvisible(v):
+		ps.add(p, "%s contains an invisible or direction-changing character (zero-width space, right-to-left override, non-breaking space, ...) or bytes that are not UTF-8; type the path again", quote(v))
 	case strings.HasPrefix(v, "/"):
 		ps.add(p, "%s is absolute; give a path relative to the VNF package directory, e.g. Files/kubernetes/pv.yaml", quote(v))
 	case hasDotDot(v):
@@ -432,6 +447,21 @@ func hasDotDot(p string) bool {
 func hasControl(s string) bool {
 	for _, r := range s {
 		if r < 0x20 || r == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// hasInvisible reports whether s is not UTF-8 or holds a character that is
+// invisible or reorders text when shown: a file name with one looks like
+// another file's name.
+func hasInvisible(s string) bool {
+	if !utf8.ValidString(s) {
+		return true
+	}
+	for _, r := range s {
+		if unicode.Is(unicode.Cf, r) || (unicode.IsSpace(r) && r != ' ') || unicode.IsControl(r) {
 			return true
 		}
 	}
