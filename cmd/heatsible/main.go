@@ -88,7 +88,7 @@ Exit codes: 0 ok, 1 internal error, 2 invalid input, 3 host unreachable,
 		return nil
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fail.With(fail.Invalid, err) })
-	root.AddCommand(newValidate(g), newTopology(g), newInventory(g), newRun(g), newVersion(g))
+	root.AddCommand(newValidate(g), newTopology(g), newInventory(g), newPlan(g), newRun(g), newVersion(g))
 	return root
 }
 

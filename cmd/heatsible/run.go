@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -14,6 +16,7 @@ import (
 	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/lcm"
+	review "github.com/heatsible/heatsible/internal/report"
 )
 
 func newRun(g *globals) *cobra.Command {
@@ -21,6 +24,7 @@ func newRun(g *globals) *cobra.Command {
 	o := lcm.RunOptions{}
 	var tags string
 	var storageServer, wholeCluster bool
+	var reportFile string
 	cmd := &cobra.Command{
 		Use:   "run OPERATION --request FILE [--package DIR] (--stack ID|NAME | --topology FILE) [--local | --ansible-host ADDR]",
 		Short: "Run a lifecycle operation on the cluster (instantiate-end, heal-start, heal-end)",
@@ -66,7 +70,20 @@ never the command line, the environment or the inventory.
 
 Progress is printed as tasks finish, one line per host; a recap table ends the
 run. With -o json, stdout gets one JSON document with the recap and the exit
-code. Exit codes are in 'heatsible --help'.`,
+code (and the review report, under "report", with --check or --report).
+Exit codes are in 'heatsible --help'.
+
+Review report: --report FILE writes what each task did (or, with --check,
+would do) on each host, with the diff of every change, ending with
+"N changes on M hosts would be made": Markdown, or JSON if FILE ends in
+.json. Secrets are masked. See docs/dry-run-review.md.
+
+Run records: every run, also a failed one, leaves a record in
+STATE/runs/CLUSTER/TIMESTAMP-OPERATION/ (STATE: $HEATSIBLE_STATE_DIR, else
+/var/lib/heatsible as root, else ~/.local/state/heatsible): run.log (0600,
+every event as a JSON line, the recap, the error), report.md and the rendered
+bundle with every secret masked. Errors end with "(log: PATH)". The last 20
+records of each cluster are kept.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Operation = args[0]
@@ -83,6 +100,11 @@ code. Exit codes are in 'heatsible --help'.`,
 			}
 			if o.Local && o.AnsibleHost != "" {
 				return fail.With(fail.Invalid, fmt.Errorf("give either --local or --ansible-host, not both"))
+			}
+			if reportFile != "" {
+				if st, err := os.Stat(filepath.Dir(reportFile)); err != nil || !st.IsDir() {
+					return fail.With(fail.Invalid, fmt.Errorf("--report %s: no directory %s to write it in", reportFile, filepath.Dir(reportFile)))
+				}
 			}
 			req, err := in.loadRequest(g, true)
 			if err != nil {
@@ -101,7 +123,23 @@ code. Exit codes are in 'heatsible --help'.`,
 			}
 			fmt.Fprintf(g.stderr, "heatsible: %s: reading the cluster...\n", o.Operation)
 			out, err := lcm.Run(cmd.Context(), o)
-			p.finish(out, err)
+			var rep *review.Report
+			if out != nil && (o.Check || reportFile != "") {
+				rep = review.Build(review.Input{Operation: out.Operation, Cluster: out.Cluster, Where: out.Where, Check: out.Check,
+					Limit: o.Limit, Tags: o.Tags, Result: out.Result, Err: err})
+			}
+			p.finish(out, err, rep)
+			if reportFile != "" && rep != nil {
+				if werr := writeReport(reportFile, rep); werr != nil {
+					werr = fmt.Errorf("writing the review report: %w", werr)
+					if err == nil {
+						return fail.With(fail.Internal, werr)
+					}
+					fmt.Fprintf(g.stderr, "heatsible: %v\n", werr)
+				} else if !g.json() {
+					fmt.Fprintf(g.stderr, "heatsible: review report: %s (%s)\n", reportFile, rep.Summary)
+				}
+			}
 			return err
 		},
 	}
@@ -119,6 +157,7 @@ code. Exit codes are in 'heatsible --help'.`,
 	f.BoolVar(&wholeCluster, "cluster", false, "heal target: the whole cluster (heal-end only)")
 	f.BoolVar(&o.DeleteReleased, "delete-released", false, "heal-start: also unregister Released PVs (their data stays on the export; a new claim may get it once they are registered again)")
 	f.BoolVar(&o.Check, "check", false, "dry run: ansible-playbook --check --diff, nothing changes on any host")
+	f.StringVar(&reportFile, "report", "", "write the review report (each host's tasks, the diffs, the summary) to FILE: Markdown, or JSON if FILE ends in .json")
 	f.StringVar(&tags, "tags", "", "run only these roles (comma-separated: cinder_volume,nfs_server,nfs_client,pv_register)")
 	f.StringVar(&o.Limit, "limit", "", "run only on these nodes or groups (Ansible --limit pattern)")
 	f.IntVar(&o.Forks, "forks", 0, "hosts Ansible works on at once (default 50)")
@@ -176,7 +215,7 @@ func (p *progress) event(e ansible.Event) {
 	}
 }
 
-func (p *progress) finish(out *lcm.Outcome, err error) {
+func (p *progress) finish(out *lcm.Outcome, err error, rep *review.Report) {
 	if out == nil || out.Result == nil {
 		return
 	}
@@ -200,11 +239,16 @@ func (p *progress) finish(out *lcm.Outcome, err error) {
 	if p.g.json() {
 		enc := json.NewEncoder(p.g.stdout)
 		enc.SetIndent("", "  ")
-		enc.Encode(map[string]any{
+		doc := map[string]any{
 			"ok": err == nil, "exit_code": fail.Code(err), "operation": out.Operation, "cluster": out.Cluster,
 			"where": out.Where, "check": out.Check,
 			"recap": r.Recap, "changed": changed, "changed_hosts": changedHosts, "seconds": out.Duration.Seconds(),
-		})
+			"record": out.Record,
+		}
+		if rep != nil {
+			doc["report"] = rep
+		}
+		enc.Encode(doc)
 		return
 	}
 	w := tabwriter.NewWriter(p.g.stderr, 0, 0, 2, ' ', 0)
@@ -216,4 +260,24 @@ func (p *progress) finish(out *lcm.Outcome, err error) {
 	w.Flush()
 	fmt.Fprintf(p.g.stderr, "%s on %s (%s): %s in %s, %d changes on %d hosts\n",
 		out.Operation, out.Cluster, out.Where, status, out.Duration.Round(100*time.Millisecond), changed, changedHosts)
+	if err == nil && out.Record != "" {
+		fmt.Fprintf(p.g.stderr, "heatsible: run record: %s\n", out.Record)
+	}
+}
+
+// writeReport writes the review report: JSON if the file name ends in
+// .json, else Markdown. Mode 0644: a report is for sharing, and it holds no
+// secret (it is made from masked events only; internal/report tests it).
+func writeReport(name string, rep *review.Report) error {
+	var buf bytes.Buffer
+	var err error
+	if strings.EqualFold(filepath.Ext(name), ".json") {
+		err = rep.WriteJSON(&buf)
+	} else {
+		err = rep.WriteMarkdown(&buf)
+	}
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(name, buf.Bytes(), 0o644)
 }

@@ -127,16 +127,29 @@ type Outcome struct {
 	Result    *ansible.Result
 	Started   time.Time
 	Duration  time.Duration
+	// Record is the run record's directory (see record.go).
+	Record string
 }
 
 // Run runs an operation: topology, lock, bundle, ansible-playbook, recap.
-// Errors carry exit codes (package fail).
+// Errors carry exit codes (package fail) and end with "(log: PATH)": every
+// run leaves a record under StateDir()/runs (see record.go).
 func Run(ctx context.Context, o RunOptions) (*Outcome, error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	start := time.Now()
+	rec := newRecord(o, log, time.Now())
+	o.OnEvent = rec.onEvent(o.OnEvent)
+	return rec.finish(runOp(ctx, o, rec))
+}
+
+func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	start := rec.started
 	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased}
 	if err := op.Check(); err != nil {
 		return nil, fail.With(fail.Invalid, err)
@@ -149,6 +162,7 @@ func Run(ctx context.Context, o RunOptions) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	rec.open(t.Cluster)
 	// Everything that can be checked locally is checked before any host is
 	// touched: known_hosts, where Ansible runs, the bundle's content.
 	knownHosts, khPath, err := readKnownHosts(o.KnownHosts)
@@ -159,6 +173,7 @@ func Run(ctx context.Context, o RunOptions) (*Outcome, error) {
 	if err != nil {
 		return nil, fail.With(fail.Invalid, err)
 	}
+	rec.files(files)
 	var sshCfg *remote.Config
 	where := "local"
 	if !o.Local {

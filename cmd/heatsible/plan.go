@@ -1,0 +1,129 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heatsible/heatsible/internal/fail"
+	"github.com/heatsible/heatsible/internal/lcm"
+)
+
+func newPlan(g *globals) *cobra.Command {
+	var in inputs
+	o := lcm.PlanOptions{}
+	var tags string
+	var storageServer, wholeCluster bool
+	cmd := &cobra.Command{
+		Use:   "plan OPERATION [--storage-server | --cluster] --request FILE [--package DIR] (--stack ID|NAME | --topology FILE) [--limit NODES] [--tags ROLES]",
+		Short: "Print the steps an operation would run, on which hosts, with which roles (connects to no node)",
+		Long: `plan prints what 'heatsible run' would do, without doing it: the ordered
+steps (the plays of the operation's playbook), the hosts each one runs on
+(resolved from the inventory's groups, narrowed by --limit) and its roles
+(narrowed by --tags).
+
+It renders the very playbook and inventory that 'run' would stage and reads
+them back, so it cannot drift from what 'run' does. It connects to no node and
+no Ansible host; with --topology it does not even read Heat.
+
+What each role would change on each host is another question: ask it with
+'heatsible run OPERATION --check --report FILE'.
+
+With -o json, stdout gets one JSON document (operation, cluster, steps with
+pattern, hosts, roles, runs/skip).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Operation = args[0]
+			switch {
+			case storageServer && wholeCluster:
+				return fail.With(fail.Invalid, fmt.Errorf("give either --storage-server or --cluster, not both"))
+			case storageServer:
+				o.Target = lcm.TargetStorageServer
+			case wholeCluster:
+				o.Target = lcm.TargetCluster
+			}
+			req, err := in.loadRequest(g, true)
+			if err != nil {
+				return err
+			}
+			o.Request, o.PackageDir, o.Source = req, in.pkg, in.source()
+			if tags != "" {
+				o.Tags = strings.Split(tags, ",")
+			}
+			o.Version = versionString()
+			p, err := lcm.MakePlan(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			if g.json() {
+				enc := json.NewEncoder(g.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(p)
+			}
+			writePlan(g.stdout, p, in.source())
+			return nil
+		},
+	}
+	in.addRequest(cmd)
+	in.addPackage(cmd)
+	in.addSource(cmd)
+	f := cmd.Flags()
+	f.BoolVar(&storageServer, "storage-server", false, "heal target: the storage server, as 'run --storage-server'")
+	f.BoolVar(&wholeCluster, "cluster", false, "heal target: the whole cluster, as 'run --cluster'")
+	f.BoolVar(&o.DeleteReleased, "delete-released", false, "heal-start: as 'run --delete-released'")
+	f.StringVar(&tags, "tags", "", "only these roles (comma-separated), as 'run --tags'")
+	f.StringVar(&o.Limit, "limit", "", "only these nodes or groups (Ansible --limit pattern), as 'run --limit'")
+	return cmd
+}
+
+// writePlan prints a plan for a human.
+func writePlan(w io.Writer, p *lcm.Plan, src lcm.Source) {
+	from := "topology file " + src.TopologyFile + "; nothing was contacted"
+	if src.Stack != "" {
+		from = "Heat stack " + src.Stack + " (read); no node was contacted"
+	}
+	fmt.Fprintf(w, "%s on cluster %s (%s)\n", p.Operation, p.Cluster, from)
+	if p.Limit != "" {
+		fmt.Fprintf(w, "--limit %s\n", p.Limit)
+	}
+	if len(p.Tags) > 0 {
+		fmt.Fprintf(w, "--tags %s\n", strings.Join(p.Tags, ","))
+	}
+	runs := 0
+	for _, s := range p.Steps {
+		fmt.Fprintf(w, "\n%d. %s\n", s.Number, s.Name)
+		if s.Import != "" {
+			fmt.Fprintf(w, "   imports: %s (its plays choose their own hosts)\n", s.Import)
+			runs++
+			continue
+		}
+		hosts := strings.Join(s.Hosts, ", ")
+		if hosts == "" {
+			hosts = "(none)"
+		}
+		fmt.Fprintf(w, "   hosts:  %s  [%s]\n", hosts, s.Pattern)
+		if len(s.Roles) > 0 {
+			var rs []string
+			for _, r := range s.Roles {
+				if r.Selected {
+					rs = append(rs, r.Name)
+				} else {
+					rs = append(rs, r.Name+" (not in --tags)")
+				}
+			}
+			fmt.Fprintf(w, "   roles:  %s\n", strings.Join(rs, ", "))
+		}
+		for _, t := range s.Tasks {
+			fmt.Fprintf(w, "   task:   %s\n", t)
+		}
+		if !s.Runs {
+			fmt.Fprintf(w, "   skipped: %s\n", s.Skip)
+			continue
+		}
+		runs++
+	}
+	fmt.Fprintf(w, "\n%d of %d steps run, on %d hosts: %s\n", runs, len(p.Steps), len(p.Hosts), strings.Join(p.Hosts, ", "))
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func TestPlanGolden(t *testing.T) {
+	req := filepath.Join(td, "requests", "valid.json")
+	topo := filepath.Join(td, "topology", "k8s-a.yaml")
+	pkg := filepath.Join(td, "package")
+	base := []string{"plan", "instantiate-end", "--request", req, "--package", pkg, "--topology", topo}
+	tests := []struct {
+		golden string
+		args   []string
+	}{
+		{"plan.txt", nil},
+		{"plan_limit_tags.txt", []string{"--limit", "nfs_client:!workernode-c3d4e5f6a1b2", "--tags", "nfs_client,pv_register"}},
+		{"plan_limit_storage.json", []string{"--limit", "storage-server"}},
+		{"plan.json", nil},
+		{"plan_heal_start_storage.txt", []string{"--storage-server"}},
+		{"plan_heal_end_storage.txt", []string{"--storage-server"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.golden, func(t *testing.T) {
+			args := append(append([]string{}, base...), tt.args...)
+			if op := strings.TrimSuffix(strings.TrimPrefix(tt.golden, "plan_"), "_storage.txt"); strings.HasPrefix(op, "heal") {
+				args[1] = strings.ReplaceAll(op, "_", "-")
+			}
+			if filepath.Ext(tt.golden) == ".json" {
+				args = append([]string{"-o", "json"}, args...)
+			}
+			code, out, errs := heatsible(t, args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			p := filepath.Join("testdata", tt.golden)
+			if *update {
+				if err := os.MkdirAll("testdata", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(out), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatalf("%v (go test ./cmd/heatsible -run Golden -update creates it)", err)
+			}
+			if !bytes.Equal([]byte(out), want) {
+				t.Errorf("output differs from %s (-update rewrites it):\n%s", p, out)
+			}
+		})
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	req := filepath.Join(td, "requests", "valid.json")
+	topo := filepath.Join(td, "topology", "k8s-a.yaml")
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"unknown operation", []string{"plan", "nope", "--request", req, "--package", filepath.Join(td, "package"), "--topology", topo}, 2, `unknown operation "nope"`},
+		{"no package", []string{"plan", "instantiate-end", "--request", req, "--topology", topo}, 2, "--package DIR"},
+		{"heal without target", []string{"plan", "heal-end", "--request", req, "--package", filepath.Join(td, "package"), "--topology", topo}, 2, "--storage-server or --cluster"},
+		{"no source", []string{"plan", "instantiate-end", "--request", req, "--package", filepath.Join(td, "package")}, 2, "--stack ID|NAME"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errs := heatsible(t, tt.args...)
+			if code != tt.code || !bytes.Contains([]byte(errs), []byte(tt.stderr)) {
+				t.Errorf("exit %d, want %d; stderr %q lacks %q", code, tt.code, errs, tt.stderr)
+			}
+		})
+	}
+}

@@ -1,0 +1,177 @@
+package lcm
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/heatsible/heatsible/internal/ansible"
+	"github.com/heatsible/heatsible/roles"
+)
+
+func TestResolvePattern(t *testing.T) {
+	req, topo := fixture(t, "valid")
+	f, err := Prepare(req, topo, "../../testdata/package", OpInstantiateEnd, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := parseInventory(f.Inventory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const w1, w2, w3 = "workernode-a1b2c3d4e5f6", "workernode-b2c3d4e5f6a1", "workernode-c3d4e5f6a1b2"
+	tests := []struct {
+		pattern string
+		want    []string
+	}{
+		{"all", []string{"master-0", w1, w2, w3, "storage-server"}},
+		{"*", []string{"master-0", w1, w2, w3, "storage-server"}},
+		{"nfs_server", []string{"storage-server"}},
+		{"nfs_client", []string{"master-0", w1, w2, w3}},
+		{"k8s_cluster", []string{"master-0", w1, w2, w3}},
+		{"calico_rr", nil},
+		{"master-0", []string{"master-0"}},
+		{"storage-server,master-0", []string{"master-0", "storage-server"}},
+		{"nfs_client:!kube_node", []string{"master-0"}},
+		{"nfs_client,!" + w2, []string{"master-0", w1, w3}},
+		{"all:&kube_node", []string{w1, w2, w3}},
+		{"workernode-*", []string{w1, w2, w3}},
+		{"~^worker.*b2$", []string{w3}},
+		{"nosuchhost", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.pattern, func(t *testing.T) {
+			got, err := inv.resolve(tt.pattern)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("resolve(%q) = %v, want %v", tt.pattern, got, tt.want)
+			}
+		})
+	}
+	if _, err := inv.resolve("kube_node[0]"); err == nil {
+		t.Error("a subscript resolved; want an error (not supported)")
+	}
+}
+
+func TestPlanTags(t *testing.T) {
+	req, topo := fixture(t, "valid")
+	f, err := Prepare(req, topo, "../../testdata/package", OpInstantiateEnd, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		limit string
+		tags  []string
+		runs  []bool
+	}{
+		{"", nil, []bool{true, true, true}},
+		{"", []string{"nfs_client"}, []bool{false, true, false}},
+		{"", []string{"all"}, []bool{true, true, true}},
+		{"", []string{"nfs_server", "pv_register"}, []bool{true, false, true}},
+		{"storage-server", nil, []bool{true, false, false}},
+		{"kube_node", []string{"pv_register"}, []bool{false, false, false}},
+	}
+	for _, tt := range tests {
+		p, err := PlanFiles(f.Playbook, f.Inventory, tt.limit, tt.tags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var runs []bool
+		for _, s := range p.Steps {
+			runs = append(runs, s.Runs)
+		}
+		if !slices.Equal(runs, tt.runs) {
+			t.Errorf("limit %q tags %v: runs %v, want %v", tt.limit, tt.tags, runs, tt.runs)
+		}
+	}
+}
+
+// TestPlanMatchesAnsible stages the run's bundle and asks ansible-playbook
+// itself (--list-hosts: it contacts nothing) which hosts each play runs
+// on: the plan must say the same.
+func TestPlanMatchesAnsible(t *testing.T) {
+	if _, err := exec.LookPath("ansible-playbook"); err != nil {
+		t.Skip("ansible-playbook not on PATH")
+	}
+	req, topo := fixture(t, "valid")
+	f, err := Prepare(req, topo, "../../testdata/package", OpInstantiateEnd, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ansible.NewBundle(ansible.BundleSpec{
+		Cluster: "k8s-a", Operation: OpInstantiateEnd, BaseDir: t.TempDir(),
+		Inventory: f.Inventory, Playbook: f.Playbook, Roles: roles.FS,
+		GroupVars: f.GroupVars, Secrets: f.Secrets, SecretValues: f.SecretValues,
+		Files: manifestFiles(f.Manifests),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, limit := range []string{"", "storage-server", "nfs_client:!workernode-b2c3d4e5f6a1", "master-0,storage-server", "workernode-*"} {
+		t.Run("limit="+limit, func(t *testing.T) {
+			args := []string{"--list-hosts", "-i", b.InventoryPath(b.Dir), b.Dir + "/" + ansible.PlaybookFile}
+			if limit != "" {
+				args = append(args, "--limit", limit)
+			}
+			cmd := exec.Command("ansible-playbook", args...)
+			cmd.Env = append(os.Environ(), "ANSIBLE_CONFIG="+b.Dir+"/"+ansible.ConfigFile, "ANSIBLE_STDOUT_CALLBACK=default")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("ansible-playbook --list-hosts: %v\n%s", err, out)
+			}
+			want := listHosts(string(out))
+			if limit == "" && (len(want) != 3 || len(want[1]) != 4) {
+				t.Fatalf("could not read ansible's --list-hosts output: %v\n%s", want, out)
+			}
+			p, err := PlanFiles(f.Playbook, f.Inventory, limit, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got [][]string
+			for _, s := range p.Steps {
+				hs := slices.Clone(s.Hosts)
+				slices.Sort(hs)
+				got = append(got, hs)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("plan has %d steps, ansible %d plays\n%s", len(got), len(want), out)
+			}
+			for i := range got {
+				if !slices.Equal(got[i], want[i]) && !(len(got[i]) == 0 && len(want[i]) == 0) {
+					t.Errorf("play %d: plan %v, ansible %v", i+1, got[i], want[i])
+				}
+			}
+		})
+	}
+}
+
+var playRE = regexp.MustCompile(`^\s*play #\d+`)
+
+// listHosts parses ansible-playbook --list-hosts: per play, its hosts, sorted.
+func listHosts(out string) [][]string {
+	var plays [][]string
+	inHosts := false
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case playRE.MatchString(l):
+			plays = append(plays, []string{})
+			inHosts = false
+		case strings.HasPrefix(strings.TrimSpace(l), "hosts ("):
+			inHosts = true
+		case inHosts && strings.TrimSpace(l) != "" && len(plays) > 0:
+			plays[len(plays)-1] = append(plays[len(plays)-1], strings.TrimSpace(l))
+		default:
+			inHosts = false
+		}
+	}
+	for _, p := range plays {
+		slices.Sort(p)
+	}
+	return plays
+}
