@@ -116,3 +116,45 @@ func TestRunReportAndRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestRunErrorsNameTheLog: every error "run" prints ends with the path of
+// its run log, also when the run stops before reading the cluster.
+func TestRunErrorsNameTheLog(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	t.Setenv("HEATSIBLE_STATE_DIR", state)
+	topo := filepath.Join(td, "topology", "k8s-a.yaml")
+	pkg := filepath.Join(td, "package")
+	req := func(name string) string { return filepath.Join(td, "requests", name+".json") }
+	logRE := regexp.MustCompile(`\(log: (` + regexp.QuoteMeta(state) + `/runs/([^/]+)/[^/]+/run\.log)\)$`)
+	tests := []struct {
+		name    string
+		args    []string
+		cluster string
+		stderr  string
+	}{
+		{"bad request", []string{"--request", req("bad_cidr"), "--package", pkg, "--topology", topo}, "k8s-a", "is not an IP address or CIDR"},
+		{"topology mismatch", []string{"--request", req("external_lb"), "--package", pkg, "--topology", topo}, "k8s-a", "has no external_lb node"},
+		{"both local and ansible host", []string{"--local", "--ansible-host", "192.0.2.1", "--request", req("valid"), "--package", pkg, "--stack", "my-stack"}, "my-stack", "not both"},
+		{"no known_hosts", []string{"--local", "--known-hosts", "/nonexistent", "--request", req("valid"), "--package", pkg, "--topology", topo}, "k8s-a", "--known-hosts /nonexistent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errs := heatsible(t, append([]string{"run", "instantiate-end"}, tt.args...)...)
+			if code != 2 || !strings.Contains(errs, tt.stderr) {
+				t.Fatalf("exit %d, stderr:\n%s", code, errs)
+			}
+			m := logRE.FindStringSubmatch(strings.TrimRight(errs, "\n"))
+			if m == nil || m[2] != tt.cluster {
+				t.Fatalf("stderr does not end with (log: %s/runs/%s/.../run.log):\n%s", state, tt.cluster, errs)
+			}
+			st, err := os.Stat(m[1])
+			if err != nil || st.Mode().Perm() != 0o600 {
+				t.Fatalf("%s: %v %v", m[1], st, err)
+			}
+			b, _ := os.ReadFile(m[1])
+			if !strings.Contains(string(b), `"kind":"error"`) || !strings.Contains(string(b), tt.stderr) {
+				t.Errorf("run.log lacks the error:\n%s", b)
+			}
+		})
+	}
+}

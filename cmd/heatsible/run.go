@@ -85,8 +85,17 @@ every event as a JSON line, the recap, the error), report.md and the rendered
 bundle with every secret masked. Errors end with "(log: PATH)". The last 20
 records of each cluster are kept.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			o.Operation = args[0]
+			o.Source = in.source()
+			// Every error ends with "(log: PATH)": those found before the
+			// run starts get a record too.
+			started := false
+			defer func() {
+				if !started {
+					err = lcm.RecordFailure(o, err)
+				}
+			}()
 			switch {
 			case storageServer && wholeCluster:
 				return fail.With(fail.Invalid, fmt.Errorf("give either --storage-server or --cluster, not both"))
@@ -122,6 +131,7 @@ records of each cluster are kept.`,
 				o.Verbosity = 1
 			}
 			fmt.Fprintf(g.stderr, "heatsible: %s: reading the cluster...\n", o.Operation)
+			started = true
 			out, err := lcm.Run(cmd.Context(), o)
 			var rep *review.Report
 			if out != nil && (o.Check || reportFile != "") {
@@ -133,7 +143,7 @@ records of each cluster are kept.`,
 				if werr := writeReport(reportFile, rep); werr != nil {
 					werr = fmt.Errorf("writing the review report: %w", werr)
 					if err == nil {
-						return fail.With(fail.Internal, werr)
+						return fail.With(fail.Internal, fmt.Errorf("%w (log: %s)", werr, filepath.Join(out.Record, lcm.RunLog)))
 					}
 					fmt.Fprintf(g.stderr, "heatsible: %v\n", werr)
 				} else if !g.json() {

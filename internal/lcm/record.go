@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -337,6 +338,36 @@ type loggedError struct {
 
 func (e *loggedError) Error() string { return e.err.Error() + " (log: " + e.log + ")" }
 func (e *loggedError) Unwrap() error { return e.err }
+
+// As gives the CLI, which prints params.Problems one per line instead of
+// the error's text, problems whose last one names the log: so that every
+// error printed by "run" ends with "(log: PATH)".
+func (e *loggedError) As(target any) bool {
+	p, ok := target.(*params.Problems)
+	if !ok {
+		return false
+	}
+	var ps params.Problems
+	if !errors.As(e.err, &ps) || len(ps) == 0 {
+		return false
+	}
+	ps = slices.Clone(ps)
+	ps[len(ps)-1].Msg += " (log: " + e.log + ")"
+	*p = ps
+	return true
+}
+
+// RecordFailure records a run that failed before Run was called (its
+// flags, its request) and returns err naming the record's log. The record
+// goes under the topology file's cluster, the stack as given, or
+// "unknown".
+func RecordFailure(o RunOptions, err error) error {
+	if err == nil {
+		return nil
+	}
+	_, err = newRecord(o, slog.Default(), time.Now()).finish(nil, err)
+	return err
+}
 
 // LogPath returns the run log named by a run's error, or "".
 func LogPath(err error) string {
