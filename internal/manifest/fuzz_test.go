@@ -7,10 +7,13 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/heatsible/heatsible/internal/topology"
 )
 
 // FuzzPrepare feeds arbitrary manifests and server addresses to Parse and
-// Prepare. Invariants: nothing panics; whatever Parse accepts, Prepare turns
+// Prepare. Invariants: nothing panics; an NFS server that is not an IP
+// address or host name is refused; whatever Parse accepts, Prepare turns
 // into a manifest that Parse accepts again, with the same name and source,
 // spec.nfs.server equal to server (as a string) for an NFS PV, the
 // managed-by label, and no further change when prepared again.
@@ -37,9 +40,9 @@ func FuzzPrepare(f *testing.F) {
 			return
 		}
 		out, err := pv.Prepare(server)
-		if pv.Source == SourceNFS && server == "" {
+		if pv.Source == SourceNFS && !topology.ValidAddress(server) {
 			if err == nil {
-				t.Fatal("Prepare accepted an empty server for an NFS PV")
+				t.Fatalf("Prepare accepted the NFS server %q, which is not an address", server)
 			}
 			return
 		}

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/heatsible/heatsible/internal/topology"
 )
 
 // MaxSize bounds a manifest file. A PersistentVolume is well under a KiB.
@@ -132,9 +134,11 @@ func Parse(data []byte) (*PV, error) {
 
 // checkTree refuses what a PersistentVolume never needs and what would make
 // heatsible and Kubernetes read the manifest differently:
-//   - anchors and aliases (and so merge keys): heatsible edits the tree, and
-//     an alias would carry an edit to a second place, or expand into a YAML
-//     bomb (billion laughs) in whatever reads the manifest next;
+//   - anchors and aliases: heatsible edits the tree, and an alias would
+//     carry an edit to a second place, or expand into a YAML bomb (billion
+//     laughs) in whatever reads the manifest next;
+//   - merge keys ('<<'): heatsible does not merge, Kubernetes' YAML reader
+//     does, so each would see other keys;
 //   - a key given twice in a mapping: heatsible reads the first, other YAML
 //     readers the last, so the spec.nfs.server heatsible sets may not be the
 //     one Kubernetes uses.
@@ -158,6 +162,9 @@ func checkTree(n *yaml.Node, at string) error {
 			}
 			if k.Anchor != "" {
 				return fmt.Errorf("uses a YAML anchor or alias (at %s); write the PersistentVolume out in full", where())
+			}
+			if k.Value == "<<" && k.Style == 0 {
+				return fmt.Errorf("uses a YAML merge key '<<' (at %s); write the PersistentVolume out in full", where())
 			}
 			if seen[k.Value] {
 				return fmt.Errorf("has the key %s twice (at %s); give each key once", quote(k.Value), where())
@@ -192,12 +199,16 @@ func quote(v string) string {
 }
 
 // Prepare returns the manifest as heatsible applies it: for an NFS PV,
-// spec.nfs.server set to server; for every PV, the managed-by label. A CSI
+// spec.nfs.server set to server (which must be an IP address or a host
+// name); for every PV, the managed-by label. A CSI
 // PV is otherwise unchanged.
 func (pv *PV) Prepare(server string) ([]byte, error) {
 	if pv.Source == SourceNFS {
 		if server == "" {
 			return nil, fmt.Errorf("PV %s: no NFS server address", pv.Name)
+		}
+		if !topology.ValidAddress(server) {
+			return nil, fmt.Errorf("PV %s: NFS server %s is not an IP address or host name", pv.Name, quote(server))
 		}
 		setScalar(child(child(pv.root, "spec"), "nfs"), "server", server)
 	}
