@@ -1,6 +1,7 @@
 package lcm
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -174,4 +175,51 @@ func listHosts(out string) [][]string {
 		slices.Sort(p)
 	}
 	return plays
+}
+
+// TestPlanPlaybookShapes: import_playbook steps (kubespray's, later), plays
+// with their own tasks, host lists and play-level tags.
+func TestPlanPlaybookShapes(t *testing.T) {
+	req, topo := fixture(t, "valid")
+	f, err := Prepare(req, topo, "../../testdata/package", OpInstantiateEnd, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb := []byte(`---
+- import_playbook: "{{ kubespray_root }}/cluster.yml"
+- name: Facts
+  hosts: [kube_control_plane, nfs_server]
+  tags: [facts]
+  tasks:
+    - name: Gather
+      ansible.builtin.setup:
+    - ansible.builtin.ping:
+- name: Nothing here
+  hosts: calico_rr
+  roles: [nfs_client]
+`)
+	tests := []struct {
+		tags  []string
+		steps []string // name:runs:hosts
+	}{
+		{nil, []string{"import {{ kubespray_root }}/cluster.yml:true:", "Facts:true:master-0,storage-server", "Nothing here:false:"}},
+		{[]string{"nfs_client"}, []string{"import {{ kubespray_root }}/cluster.yml:true:", "Facts:false:master-0,storage-server", "Nothing here:false:"}},
+		{[]string{"facts"}, []string{"import {{ kubespray_root }}/cluster.yml:true:", "Facts:true:master-0,storage-server", "Nothing here:false:"}},
+	}
+	for _, tt := range tests {
+		p, err := PlanFiles(pb, f.Inventory, "", tt.tags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range p.Steps {
+			got = append(got, fmt.Sprintf("%s:%v:%s", s.Name, s.Runs, strings.Join(s.Hosts, ",")))
+		}
+		if !slices.Equal(got, tt.steps) {
+			t.Errorf("tags %v:\n got %q\nwant %q", tt.tags, got, tt.steps)
+		}
+		if tasks := p.Steps[1].Tasks; !slices.Equal(tasks, []string{"Gather", "(unnamed task)"}) {
+			t.Errorf("tasks %q", tasks)
+		}
+	}
 }
