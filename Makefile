@@ -5,7 +5,7 @@ GOFLAGS  ?=
 export GOTOOLCHAIN := local
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps unit test e2e lint demo clean
+.PHONY: help build deps unit test e2e lint demo clean bench-agent
 
 help:
 	@echo "make build          build $(BIN)"
@@ -13,6 +13,7 @@ help:
 	@echo "make test           everything: deps, test bed, unit + e2e tests, smoke, lint"
 	@echo "make unit           unit tests only (no test bed)"
 	@echo "make lint           gofmt, go vet, ansible-lint, shellcheck"
+	@echo "make bench-agent    heatsible's own overhead on a synthetic 500-node cluster (no hosts)"
 	@echo "make testbed-up|testbed-down|testbed-status|testbed-smoke   the local test bed (docs/testbed.md)"
 
 build:
@@ -33,10 +34,13 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
 	$(GO) vet ./...
 	cd roles && ansible-lint --offline -q .
-	shellcheck -x scripts/*.sh testbed/bin/bed testbed/*/*.sh .ci/run
+	shellcheck -x scripts/*.sh bench/*.sh testbed/bin/bed testbed/*/*.sh .ci/run
 
 demo: deps build
 	scripts/demo.sh
+
+bench-agent:
+	bench/agent.sh
 
 clean:
 	rm -rf bin

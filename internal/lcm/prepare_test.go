@@ -10,7 +10,7 @@ import (
 	"github.com/heatsible/heatsible/internal/topology"
 )
 
-func fixture(t *testing.T, name string) (*params.Request, *topology.Topology) {
+func fixture(t testing.TB, name string) (*params.Request, *topology.Topology) {
 	t.Helper()
 	req, err := params.Load("../../testdata/requests/" + name + ".json")
 	if err != nil {
