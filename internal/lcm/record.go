@@ -162,8 +162,11 @@ func (r *record) create(cluster string) error {
 	return nil
 }
 
+var unsafeNameRE = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// safeName makes an operation name fit a directory name.
 func safeName(s string) string {
-	s = strings.Trim(regexp.MustCompile(`[^A-Za-z0-9_.-]+`).ReplaceAllString(s, "_"), "._-")
+	s = strings.Trim(unsafeNameRE.ReplaceAllString(s, "_"), "._-")
 	if s == "" {
 		return "run"
 	}

@@ -117,7 +117,9 @@ func Build(in Input) *Report {
 				continue
 			}
 			t := Task{Play: e.Play, Task: e.Task, Action: e.Action, Outcome: outcome(e.Status, in.Check)}
-			if t.Outcome == Failed || t.Outcome == Unreachable || isReport(e.Action) {
+			// A skipped report's message is only ansible's "All items
+			// skipped"; a failure's is the reason.
+			if t.Outcome == Failed || t.Outcome == Unreachable || (isReport(e.Action) && t.Outcome != Skipped) {
 				t.Msg = strings.TrimSpace(e.Msg)
 			}
 			if t.Outcome == WouldChange || t.Outcome == Changed {

@@ -47,6 +47,10 @@ func TestGolden(t *testing.T) {
 		{"applied", "0 changes on 0 hosts made", 0, 0},
 		// Interrupted before the recap.
 		{"interrupted", "1 changes on 1 hosts would be made", 1, 1},
+		// Recorded: the run.log of a real "run instantiate-end --check" on
+		// the test bed (2026-11-22), with a third export added to the
+		// request; nfs-common happened to be missing on one worker.
+		{"bed-check-pv3", "4 changes on 2 hosts would be made", 4, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
