@@ -125,5 +125,12 @@ func writePlan(w io.Writer, p *lcm.Plan, src lcm.Source) {
 		}
 		runs++
 	}
-	fmt.Fprintf(w, "\n%d of %d steps run, on %d hosts: %s\n", runs, len(p.Steps), len(p.Hosts), strings.Join(p.Hosts, ", "))
+	hostList := ""
+	if len(p.Hosts) > 0 {
+		hostList = ": " + strings.Join(p.Hosts, ", ")
+	}
+	fmt.Fprintf(w, "\n%d of %d steps run, on %d hosts%s\n", runs, len(p.Steps), len(p.Hosts), hostList)
+	for _, warning := range p.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warning)
+	}
 }

@@ -25,6 +25,7 @@ func TestPlanGolden(t *testing.T) {
 		{"plan_limit_storage.json", []string{"--limit", "storage-server"}},
 		{"plan.json", nil},
 		{"plan_heal_start_storage.txt", []string{"--storage-server"}},
+		{"plan_limit_nothing.txt", []string{"--limit", "no-such-node"}},
 		{"plan_heal_end_storage.txt", []string{"--storage-server"}},
 	}
 	for _, tt := range tests {

@@ -41,6 +41,9 @@ type Plan struct {
 	Steps     []Step   `json:"steps"`
 	// Hosts are the hosts at least one step runs on, in inventory order.
 	Hosts []string `json:"hosts"`
+	// Warnings are what a reviewer should know before running it, e.g. a
+	// --limit that matches no host (ansible-playbook then refuses to run).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Step is one play of the rendered playbook.
@@ -124,6 +127,9 @@ func PlanFiles(playbook, inventoryYAML []byte, limit string, tags []string) (*Pl
 		}
 	}
 	p := &Plan{Limit: limit, Tags: tags, Steps: []Step{}, Hosts: []string{}}
+	if limitSet != nil && len(limitSet) == 0 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("--limit %s matches no host of the inventory: ansible-playbook would run nothing", limit))
+	}
 	used := map[string]bool{}
 	for i, pl := range plays {
 		s := Step{Number: i + 1, Name: pl.Name, Pattern: pl.Hosts, Import: pl.Import, Tasks: pl.Tasks, Hosts: []string{}, Roles: []Role{}}
@@ -170,6 +176,9 @@ func PlanFiles(playbook, inventoryYAML []byte, limit string, tags []string) (*Pl
 		if used[h] {
 			p.Hosts = append(p.Hosts, h)
 		}
+	}
+	if len(p.Hosts) == 0 && len(p.Steps) > 0 && len(p.Warnings) == 0 {
+		p.Warnings = append(p.Warnings, "no step would run: --limit and --tags leave nothing")
 	}
 	return p, nil
 }

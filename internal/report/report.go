@@ -123,7 +123,7 @@ func Build(in Input) *Report {
 				t.Msg = strings.TrimSpace(e.Msg)
 			}
 			if t.Outcome == WouldChange || t.Outcome == Changed {
-				t.Diff = e.Diff
+				t.Diff = tidyDiff(e.Diff)
 			}
 			h := host(e.Host)
 			h.Tasks = append(h.Tasks, t)
@@ -176,6 +176,19 @@ func outcome(s ansible.Status, check bool) Outcome {
 		return Unreachable
 	}
 	return OK
+}
+
+// tidyDiff names the "after" side of a file diff by the file, not by the
+// temporary copy of the template ansible rendered it from (a path under the
+// run's .ansible-tmp, different at every run).
+func tidyDiff(d string) string {
+	lines := strings.Split(d, "\n")
+	for i := 1; i < len(lines); i++ {
+		if strings.HasPrefix(lines[i], "+++ ") && strings.Contains(lines[i], "/.ansible-tmp/") && strings.HasPrefix(lines[i-1], "--- ") {
+			lines[i] = "+++ " + strings.TrimPrefix(lines[i-1], "--- ") + " (after)"
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // isReport tells the roles' own reports (debug tasks) from other tasks.
