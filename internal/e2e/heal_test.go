@@ -8,6 +8,8 @@ import (
 	"time"
 )
 
+// opArgs is "heatsible -o json -v run OP" on the bed's request, package,
+// stack and known_hosts, plus extra.
 func (b *bed) opArgs(op string, extra ...string) []string {
 	args := []string{"-o", "json", "-v", "run", op,
 		"--request", filepath.Join(b.dir, "request.json"),

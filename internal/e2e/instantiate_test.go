@@ -44,12 +44,7 @@ func (b *bed) request(t *testing.T) request {
 }
 
 func (b *bed) runArgs(extra ...string) []string {
-	args := []string{"-o", "json", "-v", "run", "instantiate-end",
-		"--request", filepath.Join(b.dir, "request.json"),
-		"--package", filepath.Join(b.dir, "package"),
-		"--stack", b.env["HEATSIBLE_STACK"],
-		"--known-hosts", filepath.Join(b.dir, "known_hosts")}
-	return append(args, extra...)
+	return b.opArgs("instantiate-end", extra...)
 }
 
 // TestInstantiateEnd runs instantiate-end from Heat discovery to Available
