@@ -322,9 +322,13 @@ func (b *Bundle) Config(root string) []byte {
 			"show_custom_stats":   "False",
 		},
 		"ssh_connection": {
-			"pipelining":      "True",
-			"ssh_args":        "-o ControlMaster=auto -o ControlPersist=60s",
-			"ssh_common_args": "-o UserKnownHostsFile=" + q(root+"/"+KnownHostsFile) + " -o StrictHostKeyChecking=yes",
+			"pipelining": "True",
+			"ssh_args":   "-o ControlMaster=auto -o ControlPersist=60s",
+			// The bundle's known_hosts is the only authority: without
+			// GlobalKnownHostsFile=/dev/null a key in the Ansible host's
+			// /etc/ssh/ssh_known_hosts would still let a host whose key
+			// heatsible was told has changed through.
+			"ssh_common_args": "-o UserKnownHostsFile=" + q(root+"/"+KnownHostsFile) + " -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes",
 		},
 	}
 	for sec, kv := range b.spec.Config {

@@ -82,7 +82,7 @@ func TestNewBundleLayout(t *testing.T) {
 		"[ssh_connection]\n",
 		"pipelining = True\n",
 		"ControlPersist=60s",
-		`ssh_common_args = -o UserKnownHostsFile="/stage/known_hosts" -o StrictHostKeyChecking=yes` + "\n",
+		`ssh_common_args = -o UserKnownHostsFile="/stage/known_hosts" -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes` + "\n",
 	} {
 		if !strings.Contains(cfg, want) {
 			t.Errorf("ansible.cfg lacks %q:\n%s", want, cfg)

@@ -168,7 +168,7 @@ func (e *HostsError) Error() string {
 	var parts []string
 	for _, h := range e.Hosts {
 		if m := e.Messages[h]; m != "" {
-			parts = append(parts, fmt.Sprintf("%s (%s)", h, truncate(firstLine(m), 300)))
+			parts = append(parts, fmt.Sprintf("%s (%s)", h, truncate(explainSSH(m), 300)))
 		} else {
 			parts = append(parts, h)
 		}
@@ -359,6 +359,29 @@ func (w *lineWriter) Close() {
 		w.fn(string(w.buf))
 		w.buf = nil
 	}
+}
+
+// explainSSH turns ssh's own failure text, which Ansible passes on with its
+// banner, into one line an operator can act on.
+func explainSSH(msg string) string {
+	switch {
+	case strings.Contains(msg, "REMOTE HOST IDENTIFICATION HAS CHANGED"),
+		strings.Contains(msg, "Host key verification failed"):
+		host := ""
+		if i := strings.Index(msg, "remote host \""); i >= 0 {
+			host, _, _ = strings.Cut(msg[i+len("remote host \""):], "\"")
+		}
+		if strings.Contains(msg, "HAS CHANGED") {
+			return fmt.Sprintf("host key of %s CHANGED: it is not the key in known_hosts (a rebuilt VM, or a man in the middle); check its fingerprint on the VM's console, then fix --known-hosts", host)
+		}
+		return fmt.Sprintf("host key of %s could not be verified: it is not in known_hosts; check its fingerprint on the VM's console, then add it to --known-hosts", host)
+	}
+	for _, l := range strings.Split(msg, "\n") {
+		if l = strings.TrimSpace(strings.Trim(l, "@\r")); l != "" {
+			return l
+		}
+	}
+	return ""
 }
 
 func firstLine(s string) string {

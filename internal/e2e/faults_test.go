@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// nodeAt returns the name heatsible gives (from Heat) to the node whose
+// internal address is addr.
+func (b *bed) nodeAt(t *testing.T, addr string) string {
+	t.Helper()
+	code, out, errs, _ := b.heatsible(t, "-o", "json", "topology", "--request", filepath.Join(b.dir, "request.json"), "--stack", b.env["HEATSIBLE_STACK"])
+	if code != 0 {
+		t.Fatalf("heatsible topology: exit %d\n%s", code, errs)
+	}
+	var topo struct {
+		Nodes []struct{ Name, Address string }
+	}
+	if err := json.Unmarshal([]byte(out), &topo); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range topo.Nodes {
+		if n.Address == addr {
+			return n.Name
+		}
+	}
+	t.Fatalf("no node at %s in the topology", addr)
+	return ""
+}
+
+// TestWorkerSSHDown: with one worker's sshd stopped, the run exits 3 (host
+// unreachable) naming that node, every other host completes, and once sshd
+// is back a re-run converges.
+func TestWorkerSSHDown(t *testing.T) {
+	b := needBed(t)
+	name := b.nodeAt(t, "10.231.0.21") // worker-1
+	b.exec(t, "worker-1", "systemctl", "stop", "ssh.socket", "ssh.service")
+	t.Cleanup(func() { b.try("worker-1", "systemctl", "start", "ssh.service") })
+
+	code, out, errs, took := b.heatsible(t, b.runArgs()...)
+	t.Logf("run with worker-1's sshd stopped: exit %d in %s", code, took.Round(time.Millisecond))
+	if code != 3 {
+		t.Fatalf("exit %d, want 3 (host unreachable)\n%s", code, tail(errs, 30))
+	}
+	if !strings.Contains(errs, "could not reach") || !strings.Contains(errs, name) {
+		t.Errorf("the error does not name the unreachable node %s:\n%s", name, tail(errs, 10))
+	}
+	r := parseRun(t, out)
+	for h, rc := range r.Recap {
+		switch {
+		case h == name && rc.Unreachable == 0:
+			t.Errorf("%s: unreachable=0, want it unreachable", h)
+		case h != name && (rc.Unreachable != 0 || rc.Failed != 0 || rc.OK == 0):
+			t.Errorf("%s: %+v, want it to complete", h, rc)
+		}
+	}
+
+	b.exec(t, "worker-1", "systemctl", "start", "ssh.service")
+	code, out, errs, _ = b.heatsible(t, b.runArgs()...)
+	if code != 0 {
+		t.Fatalf("re-run after sshd is back: exit %d\n%s", code, tail(errs, 30))
+	}
+	checkNoChange(t, parseRun(t, out))
+}
+
+// TestChangedHostKey: when a node's key in known_hosts is not the one it
+// presents (a rebuilt VM, or a man in the middle), Ansible is refused the
+// connection: exit 3, naming the node and the host key.
+func TestChangedHostKey(t *testing.T) {
+	b := needBed(t)
+	name := b.nodeAt(t, "10.231.0.20") // worker-0, reached at its floating IP
+	dir := t.TempDir()
+	key := filepath.Join(dir, "other")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	pub, err := os.ReadFile(key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := strings.Fields(string(pub))
+	orig, err := os.ReadFile(filepath.Join(b.dir, "known_hosts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	swapped := 0
+	for _, l := range strings.Split(strings.TrimRight(string(orig), "\n"), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 3 && hostsField(f[0], "10.231.1.20") {
+			l = f[0] + " " + other[0] + " " + other[1]
+			swapped++
+		}
+		lines = append(lines, l)
+	}
+	if swapped == 0 {
+		t.Fatal("worker-0's floating address is not in the bed's known_hosts")
+	}
+	kh := filepath.Join(dir, "known_hosts")
+	os.WriteFile(kh, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+
+	args := b.runArgs()
+	for i, a := range args {
+		if a == "--known-hosts" {
+			args[i+1] = kh
+		}
+	}
+	code, _, errs, _ := b.heatsible(t, args...)
+	t.Logf("run with a changed host key for %s: exit %d\n%s", name, code, tail(errs, 5))
+	if code != 3 {
+		t.Fatalf("exit %d, want 3\n%s", code, tail(errs, 30))
+	}
+	if !strings.Contains(errs, name) || !strings.Contains(errs, "host key of 10.231.1.20 CHANGED") {
+		t.Errorf("the error does not name %s and its host key:\n%s", name, tail(errs, 10))
+	}
+}
+
+func hostsField(field, host string) bool {
+	for _, h := range strings.Split(field, ",") {
+		if h == host || h == "["+host+"]:22" {
+			return true
+		}
+	}
+	return false
+}
