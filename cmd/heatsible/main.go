@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -31,6 +32,7 @@ func main() {
 type globals struct {
 	output  string
 	verbose bool
+	debug   bool
 	stdout  io.Writer
 	stderr  io.Writer
 }
@@ -80,10 +82,15 @@ Exit codes: 0 ok, 1 internal error, 2 invalid input, 3 host unreachable,
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVarP(&g.output, "output", "o", "text", "output format: text, or json for hooks and scripts")
-	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "say more about what is happening")
+	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "say more about what is happening (skipped tasks, every role's report)")
+	root.PersistentFlags().BoolVar(&g.debug, "debug", false, "also log heatsible's own steps (SSH, staging, commands run, with secrets masked) to stderr; implies -v")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if g.output != "text" && g.output != "json" {
 			return fail.With(fail.Invalid, fmt.Errorf("--output %q: want text or json", g.output))
+		}
+		if g.debug {
+			g.verbose = true
+			slog.SetDefault(slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelDebug})))
 		}
 		return nil
 	}

@@ -12,6 +12,19 @@ import (
 
 const td = "../../testdata"
 
+// TestMain keeps every run record the tests make out of the machine's state
+// directory.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "heatsible-cli-state-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("HEATSIBLE_STATE_DIR", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 func heatsible(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
@@ -46,6 +59,8 @@ func TestCLIExitCodes(t *testing.T) {
 		{"bad format", []string{"inventory", "--request", req, "--topology", topo, "--format", "toml"}, 2, "", "want ini or yaml", ""},
 		{"topology from file", []string{"topology", "--request", req, "--topology", topo}, 0, "storage_server_CP: 10.10.0.45", "", ""},
 		{"topology mismatch", []string{"topology", "--request", filepath.Join(td, "requests", "external_lb.json"), "--topology", topo}, 2, "", "external_lb_param.ssh_cp_name", ""},
+		{"misspelt role tag", []string{"run", "instantiate-end", "--request", req, "--package", pkg, "--topology", topo, "--tags", "nfs_clinet"}, 2, "", `"nfs_clinet": not a role`, ""},
+		{"role and tags", []string{"run", "instantiate-end", "--request", req, "--package", pkg, "--topology", topo, "--role", "nfs_client", "--tags", "pv_register"}, 2, "", "either --role or --tags", ""},
 		{"heat without credentials", []string{"topology", "--request", req, "--stack", "nope"}, 5, "", "OS_", ""},
 	}
 	for _, tt := range tests {

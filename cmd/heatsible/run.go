@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -17,12 +18,13 @@ import (
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/lcm"
 	review "github.com/heatsible/heatsible/internal/report"
+	"github.com/heatsible/heatsible/roles"
 )
 
 func newRun(g *globals) *cobra.Command {
 	var in inputs
 	o := lcm.RunOptions{}
-	var tags string
+	var tags, role string
 	var storageServer, wholeCluster bool
 	var reportFile string
 	cmd := &cobra.Command{
@@ -120,8 +122,17 @@ records of each cluster are kept.`,
 				return err
 			}
 			o.Request, o.PackageDir, o.Source = req, in.pkg, in.source()
+			if role != "" {
+				if tags != "" {
+					return fail.With(fail.Invalid, fmt.Errorf("give either --role or --tags, not both"))
+				}
+				tags = role
+			}
 			if tags != "" {
 				o.Tags = strings.Split(tags, ",")
+				if err := checkRoles(o.Tags); err != nil {
+					return err
+				}
 			}
 			o.Version = versionString()
 			p := newProgress(g)
@@ -129,6 +140,9 @@ records of each cluster are kept.`,
 			o.Stderr = g.stderr
 			if g.verbose {
 				o.Verbosity = 1
+			}
+			if g.debug {
+				o.Verbosity = 3
 			}
 			fmt.Fprintf(g.stderr, "heatsible: %s: reading the cluster...\n", o.Operation)
 			started = true
@@ -168,6 +182,7 @@ records of each cluster are kept.`,
 	f.BoolVar(&o.DeleteReleased, "delete-released", false, "heal-start: also unregister Released PVs (their data stays on the export; a new claim may get it once they are registered again)")
 	f.BoolVar(&o.Check, "check", false, "dry run: ansible-playbook --check --diff, nothing changes on any host")
 	f.StringVar(&reportFile, "report", "", "write the review report (each host's tasks, the diffs, the summary) to FILE: Markdown, or JSON if FILE ends in .json")
+	f.StringVar(&role, "role", "", "re-run one role only (cinder_volume, nfs_server, nfs_client or pv_register); the same as --tags ROLE")
 	f.StringVar(&tags, "tags", "", "run only these roles (comma-separated: cinder_volume,nfs_server,nfs_client,pv_register)")
 	f.StringVar(&o.Limit, "limit", "", "run only on these nodes or groups (Ansible --limit pattern)")
 	f.IntVar(&o.Forks, "forks", 0, "hosts Ansible works on at once (default 50)")
@@ -290,4 +305,15 @@ func writeReport(name string, rep *review.Report) error {
 		return err
 	}
 	return os.WriteFile(name, buf.Bytes(), 0o644)
+}
+
+// checkRoles refuses a --tags/--role value that is not an embedded role: a
+// misspelt tag would make Ansible run nothing and report success.
+func checkRoles(names []string) error {
+	for _, n := range names {
+		if !slices.Contains(roles.Names, n) {
+			return fail.With(fail.Invalid, fmt.Errorf("--tags/--role %q: not a role; the roles are %s", n, strings.Join(roles.Names, ", ")))
+		}
+	}
+	return nil
 }
