@@ -25,6 +25,9 @@ phase "go tests (unit + e2e on the bed)"
 # -p 1: end-to-end tests in different packages share the one bed.
 go test -p 1 -count=1 -timeout 40m ./...
 
+phase "contrib: the Tacker MgmtDriver shim (against a fake heatsible)"
+(cd contrib/tacker && python3 -m unittest -q test_shim)
+
 phase "test bed smoke test"
 testbed/smoke/smoke.sh
 
