@@ -81,20 +81,9 @@ type Role struct {
 // and roles. Errors carry exit codes.
 func MakePlan(ctx context.Context, o PlanOptions) (*Plan, error) {
 	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased}
-	if err := op.Check(); err != nil {
-		return nil, fail.With(fail.Invalid, err)
-	}
-	req := o.Request
-	if req.NeedsPackage() && o.PackageDir == "" {
-		return nil, fail.With(fail.Invalid, errors.New("--package DIR: the request names files of the VNF package (PV manifests, scripts); give the package directory"))
-	}
-	t, err := LoadTopology(ctx, req, o.Source)
+	t, files, err := load(ctx, op, o.Request, o.PackageDir, o.Source, o.Version)
 	if err != nil {
 		return nil, err
-	}
-	files, err := PrepareOp(req, t, o.PackageDir, op, o.Version)
-	if err != nil {
-		return nil, fail.With(fail.Invalid, err)
 	}
 	p, err := PlanFiles(files.Playbook, files.Inventory, o.Limit, o.Tags)
 	if err != nil {

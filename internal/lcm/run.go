@@ -151,29 +151,22 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
 	}
 	start := rec.started
 	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased}
-	if err := op.Check(); err != nil {
-		return nil, fail.With(fail.Invalid, err)
-	}
 	req := o.Request
-	if req.NeedsPackage() && o.PackageDir == "" {
-		return nil, fail.With(fail.Invalid, errors.New("--package DIR: the request names files of the VNF package (PV manifests, scripts); give the package directory"))
+	t, files, err := load(ctx, op, req, o.PackageDir, o.Source, o.Version)
+	if t != nil {
+		rec.open(t.Cluster)
 	}
-	t, err := LoadTopology(ctx, req, o.Source)
 	if err != nil {
 		return nil, err
 	}
-	rec.open(t.Cluster)
+	rec.files(files)
 	// Everything that can be checked locally is checked before any host is
-	// touched: known_hosts, where Ansible runs, the bundle's content.
+	// touched: the request and topology (above), known_hosts, where Ansible
+	// runs.
 	knownHosts, khPath, err := readKnownHosts(o.KnownHosts)
 	if err != nil {
 		return nil, err
 	}
-	files, err := PrepareOp(req, t, o.PackageDir, op, o.Version)
-	if err != nil {
-		return nil, fail.With(fail.Invalid, err)
-	}
-	rec.files(files)
 	var sshCfg *remote.Config
 	where := "local"
 	if !o.Local {
@@ -242,6 +235,28 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
 		return out, fail.With(fail.Internal, fmt.Errorf("ansible-playbook ran on no host at all (the inventory did not load, or matched nothing); see its warnings above"))
 	}
 	return out, nil
+}
+
+// load is what run and plan share: the operation checked, the topology read
+// (and checked against the request), the operation's files rendered. The
+// topology is returned even when rendering fails, so a run record can name
+// the cluster.
+func load(ctx context.Context, op Op, req *params.Request, pkgDir string, src Source, version string) (*topology.Topology, *Files, error) {
+	if err := op.Check(); err != nil {
+		return nil, nil, fail.With(fail.Invalid, err)
+	}
+	if req.NeedsPackage() && pkgDir == "" {
+		return nil, nil, fail.With(fail.Invalid, errors.New("--package DIR: the request names files of the VNF package (PV manifests, scripts); give the package directory"))
+	}
+	t, err := LoadTopology(ctx, req, src)
+	if err != nil {
+		return nil, nil, err
+	}
+	files, err := PrepareOp(req, t, pkgDir, op, version)
+	if err != nil {
+		return t, nil, fail.With(fail.Invalid, err)
+	}
+	return t, files, nil
 }
 
 // Prepare builds the files of operation op (no target); see PrepareOp.
