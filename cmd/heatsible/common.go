@@ -56,3 +56,17 @@ func warn(g *globals, req *params.Request) {
 		fmt.Fprintf(g.stderr, "heatsible: warning: %s\n", w)
 	}
 }
+
+// healTarget turns the --storage-server and --cluster flags into the
+// operation's target ("" when neither is given).
+func healTarget(storageServer, wholeCluster bool) (string, error) {
+	switch {
+	case storageServer && wholeCluster:
+		return "", fail.With(fail.Invalid, fmt.Errorf("give either --storage-server or --cluster, not both"))
+	case storageServer:
+		return lcm.TargetStorageServer, nil
+	case wholeCluster:
+		return lcm.TargetCluster, nil
+	}
+	return "", nil
+}

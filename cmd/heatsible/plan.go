@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/lcm"
 )
 
@@ -37,14 +36,11 @@ pattern, hosts, roles, runs/skip).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Operation = args[0]
-			switch {
-			case storageServer && wholeCluster:
-				return fail.With(fail.Invalid, fmt.Errorf("give either --storage-server or --cluster, not both"))
-			case storageServer:
-				o.Target = lcm.TargetStorageServer
-			case wholeCluster:
-				o.Target = lcm.TargetCluster
+			target, err := healTarget(storageServer, wholeCluster)
+			if err != nil {
+				return err
 			}
+			o.Target = target
 			req, err := in.loadRequest(g, true)
 			if err != nil {
 				return err

@@ -98,14 +98,11 @@ records of each cluster are kept.`,
 					err = lcm.RecordFailure(o, err)
 				}
 			}()
-			switch {
-			case storageServer && wholeCluster:
-				return fail.With(fail.Invalid, fmt.Errorf("give either --storage-server or --cluster, not both"))
-			case storageServer:
-				o.Target = lcm.TargetStorageServer
-			case wholeCluster:
-				o.Target = lcm.TargetCluster
+			target, err := healTarget(storageServer, wholeCluster)
+			if err != nil {
+				return err
 			}
+			o.Target = target
 			if err := (lcm.Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased}).Check(); err != nil {
 				return fail.With(fail.Invalid, err)
 			}
