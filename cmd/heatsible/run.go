@@ -183,6 +183,7 @@ records of each cluster are kept.`,
 	f.StringVar(&tags, "tags", "", "run only these roles (comma-separated: cinder_volume,nfs_server,nfs_client,pv_register)")
 	f.StringVar(&o.Limit, "limit", "", "run only on these nodes or groups (Ansible --limit pattern)")
 	f.IntVar(&o.Forks, "forks", 0, "hosts Ansible works on at once (default 50)")
+	f.BoolVar(&o.BreakLock, "break-lock", false, "take over the cluster lock left by a run that was killed or crashed (read its run record first); never breaks a live run's lock")
 	return cmd
 }
 

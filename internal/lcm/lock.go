@@ -1,9 +1,12 @@
 package lcm
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -50,7 +53,14 @@ func StateDir() string {
 // operation on the same cluster is refused (exit code Refused) with the
 // holder's operation, pid, host and start time. The lock is an flock, so the
 // kernel releases it when the holder dies, however it dies.
-func Acquire(cluster, operation string) (*Lock, error) {
+//
+// A run that ends, well or badly, empties the lock file when it releases it.
+// A free lock whose file still names a holder was left by a run that was
+// killed (SIGKILL, OOM, power loss): its hosts may be half-configured, so
+// the next operation is refused until the operator has looked and says so
+// with breakStale (--break-lock). breakStale never takes the lock from a
+// live holder.
+func Acquire(cluster, operation string, breakStale bool) (*Lock, error) {
 	dir := StateDir()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
@@ -71,6 +81,18 @@ func Acquire(cluster, operation string) (*Lock, error) {
 			return nil, fail.With(fail.Refused, fmt.Errorf("cluster %s is busy: another heatsible holds its lock %s", cluster, p))
 		}
 		return nil, fmt.Errorf("locking %s: %w", p, err)
+	}
+	if data, _ := io.ReadAll(f); len(bytes.TrimSpace(data)) > 0 {
+		var h Holder
+		who := "an unreadable holder record"
+		if json.Unmarshal(data, &h) == nil && h.PID != 0 {
+			who = h.String()
+		}
+		if !breakStale {
+			f.Close()
+			return nil, fail.With(fail.Refused, fmt.Errorf("cluster %s: the lock %s was left by a run that did not finish: %s; it was killed or crashed, so its hosts may be half-configured. Read its run record (%s), then re-run with --break-lock", cluster, p, who, filepath.Join(dir, "runs", topology.SanitizeName(cluster))))
+		}
+		slog.Warn("breaking the lock of a run that did not finish (--break-lock)", "cluster", cluster, "holder", who)
 	}
 	host, _ := os.Hostname()
 	h := Holder{Operation: operation, PID: os.Getpid(), Host: host, Started: time.Now().UTC()}

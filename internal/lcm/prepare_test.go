@@ -101,16 +101,16 @@ func TestContract(t *testing.T) {
 
 func TestLockRefusesSecondHolder(t *testing.T) {
 	t.Setenv("HEATSIBLE_STATE_DIR", t.TempDir())
-	l, err := Acquire("k8s-a", "instantiate-end")
+	l, err := Acquire("k8s-a", "instantiate-end", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Acquire("k8s-a", "heal-end")
+	_, err = Acquire("k8s-a", "heal-end", false)
 	if err == nil || !strings.Contains(err.Error(), "instantiate-end (pid") {
 		t.Fatalf("second Acquire: %v", err)
 	}
 	l.Release()
-	l2, err := Acquire("k8s-a", "heal-end")
+	l2, err := Acquire("k8s-a", "heal-end", false)
 	if err != nil {
 		t.Fatalf("after release: %v", err)
 	}

@@ -102,6 +102,10 @@ type RunOptions struct {
 	KnownHosts            string
 	InsecureIgnoreHostKey bool
 
+	// BreakLock takes over the lock left by a run that was killed (see
+	// Acquire); it never takes a lock from a live run.
+	BreakLock bool
+
 	Check     bool
 	Tags      []string
 	Limit     string
@@ -177,7 +181,7 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
 		sshCfg = cfg
 		where = "ansible host " + cfg.Address
 	}
-	lock, err := Acquire(t.Cluster, o.Operation)
+	lock, err := Acquire(t.Cluster, o.Operation, o.BreakLock)
 	if err != nil {
 		return nil, err
 	}
