@@ -1,16 +1,15 @@
-// Package roles holds heatsible's Ansible roles (cinder_volume, nfs_server,
-// nfs_client, pv_register), embedded so that a run bundle can carry them to
-// whichever machine runs ansible-playbook.
+// Package roles holds heatsible's Ansible roles, embedded so that a run
+// bundle can carry them to whichever machine runs ansible-playbook.
 package roles
 
 import "embed"
 
-// FS holds the four role directories at its root (cinder_volume/,
-// nfs_server/, nfs_client/, pv_register/), hidden files included, ready to
-// be copied as an Ansible roles path.
+// FS holds the role directories (see Names) at its root, hidden files
+// included, ready to be copied as an Ansible roles path.
 //
-//go:embed all:cinder_volume all:nfs_server all:nfs_client all:pv_register
+//go:embed all:cinder_volume all:nfs_server all:nfs_client all:pv_register all:k8s_node
 var FS embed.FS
 
-// Names lists the embedded roles in the order an instantiate runs them.
-var Names = []string{"cinder_volume", "nfs_server", "nfs_client", "pv_register"}
+// Names lists the embedded roles: those of instantiate-end in the order it
+// runs them, then those of the other operations.
+var Names = []string{"cinder_volume", "nfs_server", "nfs_client", "pv_register", "k8s_node"}
