@@ -246,9 +246,24 @@ func TestRunEnvHasNoSecretsAndScrubs(t *testing.T) {
 	if !slices.Equal(env, want) {
 		t.Errorf("scrubEnv = %q, want %q", env, want)
 	}
-	for _, kv := range runEnv("/stage") {
-		if strings.Contains(strings.ToLower(kv), "pass") {
-			t.Errorf("run env has %q", kv)
+	b := &Bundle{spec: BundleSpec{Forks: 50}}
+	for _, foreign := range []bool{false, true} {
+		env := strings.Join(runEnv(b, "/stage", RunOptions{ForeignConfig: foreign}), "\n")
+		if strings.Contains(strings.ToLower(env), "pass") {
+			t.Errorf("run env (foreign config %v) has a password: %q", foreign, env)
+		}
+		// Whatever ansible.cfg applies, host keys are checked against the
+		// bundle's known_hosts and results come as jsonl.
+		for _, want := range []string{"ANSIBLE_HOST_KEY_CHECKING=True", "ANSIBLE_STDOUT_CALLBACK=ansible.posix.jsonl"} {
+			if !strings.Contains(env, want) {
+				t.Errorf("run env (foreign config %v) lacks %s", foreign, want)
+			}
+		}
+		if got := strings.Contains(env, "ANSIBLE_CONFIG="); got == foreign {
+			t.Errorf("foreign config %v: ANSIBLE_CONFIG set = %v", foreign, got)
+		}
+		if foreign && !strings.Contains(env, "UserKnownHostsFile=/stage/known_hosts -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes") {
+			t.Errorf("foreign config: ssh args do not pin the bundle's known_hosts: %q", env)
 		}
 	}
 }

@@ -45,6 +45,17 @@ type RunOptions struct {
 	// empty), e.g. the kubespray root; for RemoteRunner a directory on the
 	// Ansible host.
 	Dir string
+	// ForeignConfig runs with the ansible.cfg of Dir (kubespray's) instead
+	// of the bundle's. heatsible still pins what it relies on through the
+	// environment: the jsonl callback (progress and results), strict host
+	// key checking against the bundle's known_hosts (kubespray's own
+	// ansible.cfg turns it off) and forks.
+	ForeignConfig bool
+	// Inventory replaces the bundle's inventory (an absolute path where
+	// ansible-playbook runs), e.g. the inventory written for kubespray.
+	Inventory string
+	// Become adds --become --become-user=root (kubespray expects it).
+	Become bool
 	// Verbosity adds -v (1) to -vvvv (4); the extra output is kept in
 	// Result.Stdout.
 	Verbosity int
@@ -79,8 +90,12 @@ func Command(b *Bundle, root string, opts RunOptions) ([]string, error) {
 		}
 		playbooks = []string{root + "/" + PlaybookFile}
 	}
+	inv := b.InventoryPath(root)
+	if opts.Inventory != "" {
+		inv = opts.Inventory
+	}
 	pbo := &playbook.AnsiblePlaybookOptions{
-		Inventory:     b.InventoryPath(root),
+		Inventory:     inv,
 		ExtraVarsFile: []string{"@" + root + "/" + SecretsFile},
 		ExtraVars:     opts.ExtraVars,
 		Check:         opts.Check,
@@ -88,6 +103,9 @@ func Command(b *Bundle, root string, opts RunOptions) ([]string, error) {
 		Limit:         opts.Limit,
 		Tags:          strings.Join(opts.Tags, ","),
 		SkipTags:      strings.Join(opts.SkipTags, ","),
+	}
+	if opts.Become {
+		pbo.Become, pbo.BecomeUser = true, "root"
 	}
 	switch {
 	case opts.Verbosity >= 4:
@@ -123,9 +141,20 @@ func Command(b *Bundle, root string, opts RunOptions) ([]string, error) {
 // runEnv is the environment ansible-playbook gets on top of the inherited
 // one. None of it is secret. Pinning the callback and host key checking
 // here beats stray ANSIBLE_* variables of the caller's environment.
-func runEnv(root string) []string {
-	return []string{
-		"ANSIBLE_CONFIG=" + root + "/" + ConfigFile,
+func runEnv(b *Bundle, root string, opts RunOptions) []string {
+	cfg := []string{"ANSIBLE_CONFIG=" + root + "/" + ConfigFile}
+	if opts.ForeignConfig {
+		// ansible.cfg of the working directory applies; ssh_args replaces
+		// its ssh_args whole, and comes first on ssh's command line, so the
+		// bundle's known_hosts wins over e.g. UserKnownHostsFile=/dev/null.
+		cfg = []string{
+			"ANSIBLE_SSH_ARGS=-o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=" + root + "/" + KnownHostsFile +
+				" -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes",
+			"ANSIBLE_FORKS=" + fmt.Sprint(b.spec.Forks),
+			"ANSIBLE_RETRY_FILES_ENABLED=False",
+		}
+	}
+	return append(cfg,
 		"ANSIBLE_STDOUT_CALLBACK=ansible.posix.jsonl",
 		"ANSIBLE_HOST_KEY_CHECKING=True",
 		"ANSIBLE_NOCOLOR=1",
@@ -133,7 +162,7 @@ func runEnv(root string) []string {
 		// Ansible leaves flushing to Python: without this the events
 		// arrive in 4 KiB bursts instead of live.
 		"PYTHONUNBUFFERED=1",
-	}
+	)
 }
 
 // Errors a run maps to exit codes.

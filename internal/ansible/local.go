@@ -38,7 +38,7 @@ func (LocalRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (*Result
 		return nil, fmt.Errorf("running %s: %w", argv[0], err)
 	}
 	r := newRun(b, argv, dir, opts)
-	px := &procExec{dir: dir, env: append(scrubEnv(os.Environ()), runEnv(b.Dir)...)}
+	px := &procExec{dir: dir, env: append(scrubEnv(os.Environ()), runEnv(b, b.Dir, opts)...)}
 
 	// Hand DefaultExecute exactly the argv Command built and checked.
 	exe := execute.NewDefaultExecute(

@@ -89,7 +89,7 @@ func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (re
 	}
 	r := newRun(b, argv, dir, opts)
 	r.res.StagingDir = stage
-	script := remoteScript(stage, dir, argv)
+	script := remoteScript(stage, dir, argv, runEnv(b, stage, opts))
 	log.Debug("running ansible-playbook on the Ansible host", "host", c.Address(), "dir", dir, "argv", strings.Join(argv, " "))
 	code, runErr := c.Run(ctx, script, r.out, r.errw)
 	res = r.finish(code)
@@ -107,12 +107,11 @@ func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (re
 // remoteScript changes to dir and runs argv with the non-secret run
 // environment, holding a lock on the staging marker (flock, when the host
 // has it) so that CleanupStale leaves a live run alone.
-func remoteScript(stage, dir string, argv []string) string {
+func remoteScript(stage, dir string, argv, env []string) string {
 	q := make([]string, len(argv))
 	for i, a := range argv {
 		q[i] = remote.ShellQuote(a)
 	}
-	env := runEnv(stage)
 	for i, e := range env {
 		env[i] = remote.ShellQuote(e)
 	}

@@ -1,0 +1,148 @@
+package ansible
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/heatsible/heatsible/internal/remote"
+)
+
+// Files are file operations on the machine where ansible-playbook runs
+// (this one, or the Ansible host): the inventory heatsible hands to kubespray
+// lives there, outside any run bundle.
+type Files interface {
+	// PutFile writes data to the absolute path p (parents created 0755),
+	// replacing it atomically.
+	PutFile(ctx context.Context, p string, data []byte, perm fs.FileMode) error
+	// RemoveFile removes the file p; a missing file is no error. With
+	// dirIfEmpty, p's directory is removed too when that leaves it empty.
+	RemoveFile(ctx context.Context, p string, dirIfEmpty bool) error
+	// IsDir reports whether p exists (exists) and is a directory (dir).
+	Stat(ctx context.Context, p string) (exists, dir bool, err error)
+	// Where names the machine, for messages.
+	Where() string
+}
+
+func checkAbs(p string) error {
+	if !path.IsAbs(p) || path.Clean(p) != p || strings.Count(p, "/") < 2 {
+		return fmt.Errorf("%q: want a clean absolute path below a top-level directory", p)
+	}
+	return nil
+}
+
+// PutFile implements Files.
+func (LocalRunner) PutFile(_ context.Context, p string, data []byte, perm fs.FileMode) error {
+	if err := checkAbs(p); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	tmp := p + ".heatsible-tmp"
+	if err := os.WriteFile(tmp, data, perm); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, perm); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// RemoveFile implements Files.
+func (LocalRunner) RemoveFile(_ context.Context, p string, dirIfEmpty bool) error {
+	if err := checkAbs(p); err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if dirIfEmpty {
+		// Fails, harmlessly, when something else is in there.
+		_ = os.Remove(filepath.Dir(p))
+	}
+	return nil
+}
+
+// Stat implements Files.
+func (LocalRunner) Stat(_ context.Context, p string) (bool, bool, error) {
+	st, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, err
+	}
+	return true, st.IsDir(), nil
+}
+
+// Where implements Files.
+func (LocalRunner) Where() string { return "this machine" }
+
+// PutFile implements Files.
+func (rr *RemoteRunner) PutFile(ctx context.Context, p string, data []byte, perm fs.FileMode) error {
+	if err := checkAbs(p); err != nil {
+		return err
+	}
+	c := rr.Client
+	tmp := p + ".heatsible-tmp"
+	if _, err := c.Output(ctx, "mkdir -p -- "+remote.ShellQuote(path.Dir(p))); err != nil {
+		return fmt.Errorf("creating %s on %s: %w", path.Dir(p), c.Address(), err)
+	}
+	if err := c.WriteFile(ctx, tmp, data, perm); err != nil {
+		return err
+	}
+	if _, err := c.Output(ctx, "mv -f -- "+remote.ShellQuote(tmp)+" "+remote.ShellQuote(p)); err != nil {
+		return fmt.Errorf("writing %s on %s: %w", p, c.Address(), err)
+	}
+	return nil
+}
+
+// RemoveFile implements Files.
+func (rr *RemoteRunner) RemoveFile(ctx context.Context, p string, dirIfEmpty bool) error {
+	if err := checkAbs(p); err != nil {
+		return err
+	}
+	cmd := "rm -f -- " + remote.ShellQuote(p)
+	if dirIfEmpty {
+		cmd += "; rmdir -- " + remote.ShellQuote(path.Dir(p)) + " 2>/dev/null; true"
+	}
+	if _, err := rr.Client.Output(ctx, cmd); err != nil {
+		return fmt.Errorf("removing %s on %s: %w", p, rr.Client.Address(), err)
+	}
+	return nil
+}
+
+// Stat implements Files.
+func (rr *RemoteRunner) Stat(ctx context.Context, p string) (bool, bool, error) {
+	q := remote.ShellQuote(p)
+	out, err := rr.Client.Output(ctx, "if [ -d "+q+" ]; then echo dir; elif [ -e "+q+" ]; then echo file; else echo none; fi")
+	if err != nil {
+		return false, false, fmt.Errorf("looking at %s on %s: %w", p, rr.Client.Address(), err)
+	}
+	switch strings.TrimSpace(out) {
+	case "dir":
+		return true, true, nil
+	case "file":
+		return true, false, nil
+	}
+	return false, false, nil
+}
+
+// Where implements Files.
+func (rr *RemoteRunner) Where() string { return "the Ansible host " + rr.Client.Address() }
+
+var (
+	_ Files = LocalRunner{}
+	_ Files = (*RemoteRunner)(nil)
+)
