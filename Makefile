@@ -5,7 +5,7 @@ GOFLAGS  ?=
 export GOTOOLCHAIN := local
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps unit test e2e lint demo clean bench-agent
+.PHONY: help build deps unit test e2e lint demo clean bench-agent bench
 
 help:
 	@echo "make build          build $(BIN)"
@@ -41,6 +41,11 @@ demo: deps build
 
 bench-agent:
 	bench/agent.sh
+
+# heatsible vs the sequential baseline on the test bed (after make testbed-up),
+# N workers in BENCH_SIZES (default "2 8 16"); writes bench/results.md.
+bench: build
+	HEATSIBLE=$(CURDIR)/$(BIN) bench/bed.sh
 
 clean:
 	rm -rf bin

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# bed.sh - `make bench`: heatsible instantiate-end against the sequential
+# baseline (bench/baseline.sh) on the test bed, for N workers in BENCH_SIZES
+# (default "2 8 16"), 1 storage server with BENCH_VOLUMES volumes (default 1),
+# 1 master.
+#
+# For each N:
+#   1. reshape the bed: WORKERS=N STACK_WORKERS=N testbed/bin/bed up (the Heat
+#      stack gets exactly N workers), and check that heatsible discovers N;
+#   2. bench/reset.sh (volume blank, ganesha off, PVs gone, SSH masters closed;
+#      see its header), then time bench/baseline.sh;
+#   3. bench/reset.sh again, then time heatsible's first run, as the e2e tests
+#      run it: `heatsible -o json -v run instantiate-end --request ...
+#      --package ... --stack ... --known-hosts ...`, through the bed's
+#      Ansible host; then its re-run (changed must be 0).
+# Times are wall clock around the whole command (heatsible: Heat discovery,
+# bundle upload, ansible-playbook, cleanup). The 1-minute load average is
+# recorded before each measurement: figures taken while other jobs run are
+# noisy, and results.md says so.
+#
+# Writes BENCH_OUT/results.md, results.csv and results.json (BENCH_OUT:
+# bench/); logs in BENCH_LOGS (default /tmp/heatsible-bench-<time>).
+# Knobs: BENCH_SIZES, BENCH_VOLUMES, BENCH_SKIP_BASELINE=1, BENCH_PURGE_CLIENT=1
+# (bench/reset.sh), HEATSIBLE (the binary; default bin/heatsible, built if
+# missing), BENCH_RUN_ARGS (extra heatsible run flags, e.g. "--forks 5"),
+# BENCH_LABEL (a name for this series in the output).
+# Asserts nothing about speed: the targets are in the README and results.md.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+cd "$ROOT"
+RUN=$ROOT/testbed/run
+BED=$ROOT/testbed/bin/bed
+SIZES=${BENCH_SIZES:-2 8 16}
+VOLS=${BENCH_VOLUMES:-1}
+OUT=${BENCH_OUT:-$ROOT/bench}
+LOGS=${BENCH_LOGS:-/tmp/heatsible-bench-$(date +%Y%m%d-%H%M%S)}
+HEATSIBLE=${HEATSIBLE:-$ROOT/bin/heatsible}
+LABEL=${BENCH_LABEL:-default}
+read -r -a EXTRA <<< "${BENCH_RUN_ARGS:-}"
+
+[ "$(id -u)" = 0 ] || { echo "bench: run as root (the bed needs it)" >&2; exit 2; }
+[ -s "$RUN/env" ] || { echo "bench: no test bed: run 'make testbed-up' first" >&2; exit 2; }
+[ -x "$HEATSIBLE" ] || go build -trimpath -o "$HEATSIBLE" ./cmd/heatsible
+mkdir -p "$LOGS" "$OUT"
+echo "bench: logs in $LOGS" >&2
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
+load() { cut -d' ' -f1 /proc/loadavg; }
+log() { printf '[bench %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+
+# shellcheck disable=SC1091
+bedenv() { set -a; . "$RUN/env"; set +a; mapfile -t OSENV < <(env | grep -E '^OS_[A-Z_]+='); }
+
+# heatsible LOGNAME: one instantiate-end; prints "seconds changed failed unreachable exit"
+heatsible_run() {
+  local name=$1 t rc=0 state; state=$(mktemp -d)
+  t=$(now)
+  env -i PATH="$PATH" HOME="$HOME" HEATSIBLE_STATE_DIR="$state" "${OSENV[@]}" \
+    "$HEATSIBLE" -o json -v run instantiate-end --request "$RUN/request.json" --package "$RUN/package" \
+    --stack "$HEATSIBLE_STACK" --known-hosts "$RUN/known_hosts" "${EXTRA[@]}" \
+    > "$LOGS/$name.json" 2> "$LOGS/$name.log" || rc=$?
+  local secs; secs=$(since "$t")
+  rm -rf "$state"
+  jq -r --arg s "$secs" --arg rc "$rc" \
+    '"\($s) \(.changed // -1) \([.recap[]?.failed] | add // 0) \([.recap[]?.unreachable] | add // 0) \($rc)"' \
+    "$LOGS/$name.json" 2>/dev/null || echo "$secs -1 -1 -1 $rc"
+}
+
+rows=()
+for N in $SIZES; do
+  log "N=$N: reshaping the bed (WORKERS=$N STACK_WORKERS=$N VOLUMES=$VOLS)"
+  t=$(now)
+  WORKERS=$N STACK_WORKERS=$N VOLUMES=$VOLS "$BED" up > "$LOGS/bed-up-$N.log" 2>&1 ||
+    { echo "bench: bed up failed, see $LOGS/bed-up-$N.log" >&2; tail -5 "$LOGS/bed-up-$N.log" >&2; exit 1; }
+  log "N=$N: bed up in $(since "$t") s"
+  bedenv
+  # the stack must have exactly N workers: heatsible runs on what Heat says
+  found=$(env -i PATH="$PATH" HOME="$HOME" "${OSENV[@]}" \
+    "$HEATSIBLE" -o json topology --request "$RUN/request.json" --stack "$HEATSIBLE_STACK" |
+    jq '[.nodes[] | select(.role == "worker")] | length')
+  [ "$found" = "$N" ] || { echo "bench: Heat has $found workers, want $N" >&2; exit 1; }
+
+  base_s="" base_load="" slowest=""
+  if [ "${BENCH_SKIP_BASELINE:-0}" != 1 ]; then
+    bench/reset.sh > "$LOGS/reset-base-$N.log" 2>&1
+    base_load=$(load); t=$(now)
+    bench/baseline.sh > "$LOGS/baseline-$N.log" 2>&1 ||
+      { echo "bench: the baseline failed at N=$N:" >&2; tail -20 "$LOGS/baseline-$N.log" >&2; exit 1; }
+    base_s=$(since "$t")
+    slowest=$(awk '$1 == "host" && $3 > m {m = $3} END {print m}' "$LOGS/baseline-$N.log")
+    log "N=$N: baseline $base_s s (slowest host $slowest s, load $base_load)"
+  fi
+
+  bench/reset.sh > "$LOGS/reset-hs-$N.log" 2>&1
+  first_load=$(load)
+  read -r first_s first_changed first_failed first_unr first_rc < <(heatsible_run "first-$N")
+  log "N=$N: heatsible first run $first_s s, changed $first_changed, exit $first_rc (load $first_load)"
+  [ "$first_rc" = 0 ] || { echo "bench: heatsible's first run failed at N=$N, see $LOGS/first-$N.log" >&2; tail -20 "$LOGS/first-$N.log" >&2; exit 1; }
+  re_load=$(load)
+  read -r re_s re_changed re_failed re_unr re_rc < <(heatsible_run "rerun-$N")
+  log "N=$N: heatsible re-run $re_s s, changed $re_changed, exit $re_rc (load $re_load)"
+  [ "$re_rc" = 0 ] || { echo "bench: heatsible's re-run failed at N=$N, see $LOGS/rerun-$N.log" >&2; exit 1; }
+  rows+=("$N $first_s $first_changed $re_s $re_changed ${base_s:--} ${slowest:--} $first_load $re_load ${base_load:--} $((first_failed + first_unr + re_failed + re_unr))")
+done
+
+# ---------------------------------------------------------------- results
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+dirty=""
+if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then dirty=" (work tree with uncommitted changes)"; fi
+mem=$(free -g | awk '/^Mem:/ {print $2 " GiB total, " $7 " GiB available"}')
+cpus=$(nproc)
+when=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+printf '%s\n' "${rows[@]}" > "$LOGS/rows"
+
+python3 - "$LOGS/rows" "$OUT" "$LABEL" "$commit$dirty" "$cpus" "$mem" "$when" "$(uptime)" <<'PY'
+import csv, json, os, sys
+rows_file, out, label, commit, cpus, mem, when, uptime = sys.argv[1:]
+def num(x):
+    return None if x == "-" else float(x)
+rows = []
+for line in open(rows_file):
+    f = line.split()
+    r = {"workers": int(f[0]), "heatsible_first_s": num(f[1]), "first_changed": int(f[2]),
+         "heatsible_rerun_s": num(f[3]), "rerun_changed": int(f[4]), "baseline_s": num(f[5]),
+         "baseline_slowest_host_s": num(f[6]), "load_first": num(f[7]), "load_rerun": num(f[8]),
+         "load_baseline": num(f[9]), "failed_or_unreachable": int(f[10])}
+    r["ratio_heatsible_baseline"] = round(r["heatsible_first_s"] / r["baseline_s"], 3) if r["baseline_s"] else None
+    r["ratio_rerun_first"] = round(r["heatsible_rerun_s"] / r["heatsible_first_s"], 3)
+    rows.append(r)
+by = {r["workers"]: r for r in rows}
+lo, hi = min(by), max(by)
+growth = round(by[hi]["heatsible_first_s"] / by[lo]["heatsible_first_s"], 3) if hi != lo else None
+bgrowth = (round(by[hi]["baseline_s"] / by[lo]["baseline_s"], 3)
+           if hi != lo and by[hi]["baseline_s"] and by[lo]["baseline_s"] else None)
+doc = {"label": label, "commit": commit, "date": when, "nproc": int(cpus), "memory": mem,
+       "uptime_at_end": uptime.strip(), "rows": rows,
+       "growth_first": {"from": lo, "to": hi, "heatsible": growth, "baseline": bgrowth}}
+json.dump(doc, open(os.path.join(out, "results.json"), "w"), indent=1)
+with open(os.path.join(out, "results.csv"), "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+    w.writeheader()
+    w.writerows(rows)
+fmt = lambda v, p="%.1f": "-" if v is None else p % v
+lines = ["| N workers | heatsible first s (changed) | re-run s (changed) | baseline s | heatsible/baseline | re-run/first | baseline slowest host s | load 1m: first / re-run / baseline |",
+         "|---|---|---|---|---|---|---|---|"]
+for r in rows:
+    lines.append("| %d | %s (%d) | %s (%d) | %s | %s | %s | %s | %s / %s / %s |" % (
+        r["workers"], fmt(r["heatsible_first_s"]), r["first_changed"], fmt(r["heatsible_rerun_s"]), r["rerun_changed"],
+        fmt(r["baseline_s"]), fmt(r["ratio_heatsible_baseline"], "%.2f"), fmt(r["ratio_rerun_first"], "%.2f"),
+        fmt(r["baseline_slowest_host_s"]), fmt(r["load_first"]), fmt(r["load_rerun"]), fmt(r["load_baseline"])))
+table = "\n".join(lines)
+g = ("growth of the first run from %d to %d workers: heatsible %sx, baseline %sx" %
+     (lo, hi, fmt(growth, "%.2f"), fmt(bgrowth, "%.2f"))) if growth else "(one size only: no growth figure)"
+print(table)
+print(g)
+md = ["# make bench: results", "",
+      "Machine: %s cores (nproc), %s (free -g); %s; commit %s; series \"%s\"." % (cpus, mem, when, commit, label), "",
+      "Shared machine: other jobs (builds, tests of other sessions) may have run at the same time; the 1-minute",
+      "load average before each measurement is in the last column. On 2 cores, everything (the Ansible host,",
+      "every bed host, Kubernetes, Heat) competes for the same CPUs. Single runs, wall clock.", "",
+      table, "", g + ".", "",
+      "Targets (measured, never asserted): at N=8 heatsible <= 0.3 x baseline; growth 2->16 <= 1.3x;",
+      "re-run <= 0.5 x first with 0 changed. \"baseline slowest host\" is the longest single host session of",
+      "the baseline (that host's own work plus one SSH login), a rough floor for any parallel tool.", "",
+      "How: bench/bed.sh (make bench); baseline bench/baseline.sh; reset between first runs bench/reset.sh.",
+      "Raw: results.csv, results.json."]
+open(os.path.join(out, "results.md"), "w").write("\n".join(md) + "\n")
+PY
+log "written: $OUT/results.md, results.csv, results.json"
