@@ -54,6 +54,13 @@ func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (re
 	}
 	c := rr.Client
 	log := rr.log()
+	// A run whose connection was cut before the Ansible host noticed (see
+	// remoteScript), or whose Ansible host went down, may have left its
+	// staging directory, secrets included: remove it now. Directories of
+	// live runs are locked and stay.
+	if _, err := rr.CleanupStale(ctx, b.spec.Cluster, 0); err != nil {
+		log.Warn("could not look for staging directories left by earlier runs", "host", c.Address(), "err", err)
+	}
 	prefix := rr.base() + "/" + StagingPrefix(b.spec.Cluster, b.spec.Operation)
 	stage, err := c.MkTemp(ctx, prefix)
 	if err != nil {
@@ -64,7 +71,7 @@ func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (re
 		cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		defer cancel()
 		if rerr := c.RemoveAll(cctx, stage); rerr != nil {
-			log.Warn("could not remove the staging directory on the Ansible host; the next run's CleanupStale will",
+			log.Warn("could not remove the staging directory on the Ansible host; the Ansible host removes it when it sees the connection gone, else the next run does",
 				"host", c.Address(), "dir", stage, "err", rerr)
 			return
 		}
@@ -95,6 +102,11 @@ func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (re
 	res = r.finish(code)
 	if runErr != nil {
 		res.ExitCode = -1
+		if errors.Is(runErr, remote.ErrUnreachable) {
+			return res, fmt.Errorf("lost the connection to the Ansible host %s while ansible-playbook ran: %w; "+
+				"the Ansible host stops that run and removes its staging directory %s (secrets included) when it sees the connection gone, "+
+				"else the next run removes it. The nodes may be half-configured: re-run the operation (it is idempotent)", c.Address(), runErr, stage)
+		}
 		return res, fmt.Errorf("running ansible-playbook on %s: %w", c.Address(), runErr)
 	}
 	if code == 127 && len(res.Events) == 0 {
@@ -107,6 +119,15 @@ func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (re
 // remoteScript changes to dir and runs argv with the non-secret run
 // environment, holding a lock on the staging marker (flock, when the host
 // has it) so that CleanupStale leaves a live run alone.
+//
+// A watchdog stops the run when the connection to heatsible is lost: sshd
+// gives a non-PTY session no SIGHUP, so without it ansible-playbook would go
+// on configuring the nodes unattended (until its next write to the dead
+// pipe, or to the end) and leave the staging directory, secrets included,
+// behind. The watchdog polls the sshd process that serves the session (the
+// shell's parent); once it is gone it sends SIGTERM to the session's process
+// group, gives the run watchdogGrace seconds, removes the staging directory
+// and kills whatever is left.
 func remoteScript(stage, dir string, argv, env []string) string {
 	q := make([]string, len(argv))
 	for i, a := range argv {
@@ -118,8 +139,32 @@ func remoteScript(stage, dir string, argv, env []string) string {
 	marker := remote.ShellQuote(stage + "/" + MarkerFile)
 	return "cd " + remote.ShellQuote(dir) + " || exit 1\n" +
 		"lock=\nif command -v flock >/dev/null 2>&1; then lock=\"flock -n " + marker + "\"; fi\n" +
-		"exec $lock env " + strings.Join(env, " ") + " " + strings.Join(q, " ")
+		"$lock env " + strings.Join(env, " ") + " " + strings.Join(q, " ") + " &\n" +
+		"run=$! sshd=$PPID watch=\n" +
+		"if [ \"$sshd\" -gt 1 ] 2>/dev/null && [ -d /proc/\"$sshd\" ]; then\n" +
+		"  (\n" +
+		"    while kill -0 \"$run\" 2>/dev/null; do\n" +
+		"      if [ ! -d /proc/\"$sshd\" ]; then\n" +
+		"        trap '' TERM\n" +
+		"        kill -TERM 0\n" +
+		"        i=0\n" +
+		"        while kill -0 \"$run\" 2>/dev/null && [ $i -lt " + fmt.Sprint(watchdogGrace) + " ]; do sleep 1; i=$((i+1)); done\n" +
+		"        rm -rf -- " + remote.ShellQuote(stage) + "\n" +
+		"        kill -KILL 0\n" +
+		"      fi\n" +
+		"      sleep 1\n" +
+		"    done\n" +
+		"  ) </dev/null >/dev/null 2>&1 &\n" +
+		"  watch=$!\n" +
+		"fi\n" +
+		"wait \"$run\"\nrc=$?\n" +
+		"if [ -n \"$watch\" ]; then kill \"$watch\" 2>/dev/null; fi\n" +
+		"exit $rc"
 }
+
+// watchdogGrace is how many seconds remoteScript's watchdog gives a run to
+// stop on SIGTERM before it removes the staging directory and kills it.
+const watchdogGrace = 20
 
 // CleanupStale removes staging directories of cluster under the runner's
 // BaseDir that a cut connection left behind: those whose marker is older

@@ -226,56 +226,85 @@ func TestCleanupStale(t *testing.T) {
 	}
 }
 
-// A connection cut mid-run leaves the staging directory behind; the next
-// run's CleanupStale removes it once the orphaned ansible-playbook is gone.
-func TestRemoteRunnerCutConnectionThenCleanupStale(t *testing.T) {
+// A connection cut mid-run: Run reports it (ErrUnreachable, saying what
+// happens to the staging directory), and the Ansible host itself stops the
+// orphaned ansible-playbook and removes the staging directory, secrets
+// included, without waiting for a next run.
+func TestRemoteRunnerCutConnection(t *testing.T) {
 	needAnsible(t)
 	srv := remotetest.Start(t)
-	dial := func() *remote.Client {
-		c, err := remote.Dial(context.Background(), remote.Config{
-			Address: srv.Addr, User: "root", KeyFiles: []string{srv.RootKeyFile},
-			KnownHostsFile: srv.KnownHostsFile, Timeout: 20 * time.Second,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		return c
+	c, err := remote.Dial(context.Background(), remote.Config{
+		Address: srv.Addr, User: "root", KeyFiles: []string{srv.RootKeyFile},
+		KnownHostsFile: srv.KnownHostsFile, Timeout: 20 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = c.Close() })
 	base := filepath.Join(t.TempDir(), "runs")
-	rr := &RemoteRunner{Client: dial(), BaseDir: base}
-	b, err := NewBundle(probeSpec(t, t.TempDir(), map[string]string{"node-a": "probe_sleep: 3"}))
+	rr := &RemoteRunner{Client: c, BaseDir: base}
+	b, err := NewBundle(probeSpec(t, t.TempDir(), map[string]string{"node-a": "probe_sleep: 118"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	var staged []string
 	_, err = rr.Run(context.Background(), b, RunOptions{OnEvent: func(e Event) {
-		if e.Kind == KindResult && e.Task == "probe : Write file" {
-			_ = rr.Client.Close() // the network goes away
+		if e.Kind == KindTaskStart && e.Task == "probe : Take a while" {
+			staged, _ = filepath.Glob(filepath.Join(base, "heatsible-test-probe-*", SecretsFile))
+			time.Sleep(500 * time.Millisecond) // let the sleep start
+			_ = rr.Client.Close()              // the network goes away
 		}
 	}})
-	if !errors.Is(err, remote.ErrUnreachable) {
-		t.Fatalf("Run = %v, want remote.ErrUnreachable", err)
+	if !errors.Is(err, remote.ErrUnreachable) || !strings.Contains(err.Error(), "lost the connection to the Ansible host") {
+		t.Fatalf("Run = %v, want remote.ErrUnreachable and 'lost the connection to the Ansible host'", err)
 	}
-	left, _ := filepath.Glob(filepath.Join(base, "heatsible-test-probe-*"))
-	if len(left) != 1 {
-		t.Fatalf("want the staging directory left behind, found %v", left)
+	if len(staged) != 1 {
+		t.Fatalf("secrets in the staging directory during the run: %v, want one", staged)
 	}
-
-	next := &RemoteRunner{Client: dial(), BaseDir: base}
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
-		removed, err := next.CleanupStale(context.Background(), "test", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if slices.Equal(removed, left) {
+		if _, err := os.Stat(filepath.Dir(staged[0])); errors.Is(err, os.ErrNotExist) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("CleanupStale never removed %v (still locked by a live ansible-playbook?)", left)
+			t.Fatalf("%s is still there 30 s after the connection was cut", filepath.Dir(staged[0]))
 		}
-		time.Sleep(time.Second)
+		time.Sleep(200 * time.Millisecond)
 	}
+	waitNoProcess(t, "sleep 118")
 	assertEmptyDir(t, base)
+}
+
+// Run first removes the staging directories earlier runs of the cluster
+// left behind (an Ansible host that went down mid-run), not those of other
+// clusters or of live runs (TestCleanupStale).
+func TestRemoteRunnerRemovesLeftovers(t *testing.T) {
+	rr, base := remoteRunner(t)
+	left := filepath.Join(base, "heatsible-test-probe-left")
+	other := filepath.Join(base, "heatsible-other-probe-left")
+	for _, d := range []string{left, other} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for name, mode := range map[string]os.FileMode{MarkerFile: 0o600, SecretsFile: 0o600} {
+			if err := os.WriteFile(filepath.Join(d, name), []byte("{}\n"), mode); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b, err := NewBundle(probeSpec(t, t.TempDir(), map[string]string{"node-a": ""}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := rr.Run(context.Background(), b, RunOptions{}); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if _, err := os.Stat(left); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s left by an earlier run is still there (%v)", left, err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("another cluster's %s was removed: %v", other, err)
+	}
 }
