@@ -38,9 +38,26 @@ type Data struct {
 	DeleteReleased bool
 	// Version is heatsible's version, written into the header.
 	Version string
+	// Nodes are the nodes that leave (node_remove) or join (node_add).
+	Nodes []string
+	// Kubespray is true when kubespray manages Kubernetes: it removes the
+	// Node objects of leaving nodes itself (remove-node.yml).
+	Kubespray bool
+	// LB is true when the request has external_lb_param; LBInstall runs
+	// the script's install; LBRoutes are the routes to add or remove.
+	LB        bool
+	LBInstall bool
+	LBRoutes  []Route
 }
 
-// Operations lists the operations that have a template.
+// Route is a route of the external load balancer to a worker.
+type Route struct {
+	Name    string `json:"name"`
+	Address string `json:"address"`
+}
+
+// Operations lists the templates (named after the operation that renders
+// them, or the part of one: node_remove, node_add).
 func Operations() []string {
 	entries, _ := files.ReadDir(".")
 	var ops []string

@@ -19,10 +19,23 @@ func TestRenderGolden(t *testing.T) {
 		"instantiate_end_no_storage": {Cluster: "k8s-a", Operation: "instantiate-end", FirstMaster: "master-0", Version: "test"},
 		"heal_start_storage":         {Cluster: "k8s-a", Operation: "heal-start", Target: "storage-server", FirstMaster: "master-0", Storage: true, PVs: true, Version: "test"},
 		"heal_end_storage":           {Cluster: "k8s-a", Operation: "heal-end", Target: "storage-server", FirstMaster: "master-0", Storage: true, PVs: true, Version: "test"},
+		"instantiate_end_lb": {Cluster: "k8s-a", Operation: "instantiate-end", FirstMaster: "master-0", Storage: true, PVs: true, PVState: "present", Version: "test",
+			Kubespray: true, LB: true, LBInstall: true, LBRoutes: []Route{{"worker-0", "10.0.0.20"}, {"worker-1", "fd00::21"}}},
+		"scale_start_kubespray_lb": {Cluster: "k8s-a", Operation: "scale-start", FirstMaster: "master-0", Version: "test",
+			Nodes: []string{"worker-1", "worker-2"}, Kubespray: true, LB: true, LBRoutes: []Route{{"worker-1", "10.0.0.21"}, {"worker-2", "10.0.0.22"}}},
+		"heal_start_node": {Cluster: "k8s-a", Operation: "heal-start", Target: "node", FirstMaster: "master-0", Version: "test", Nodes: []string{"worker-1"}},
+		"scale_end_lb": {Cluster: "k8s-a", Operation: "scale-end", FirstMaster: "master-0", Version: "test",
+			Nodes: []string{"worker-2"}, Kubespray: true, LB: true, LBRoutes: []Route{{"worker-2", "10.0.0.22"}}},
+		"heal_end_master": {Cluster: "k8s-a", Operation: "heal-end", Target: "node", FirstMaster: "master-0", Version: "test", Nodes: []string{"master-1"}, Kubespray: true, LB: true},
 	}
+	tmpl := map[string]string{"scale_start_kubespray_lb": "node_remove", "heal_start_node": "node_remove", "scale_end_lb": "node_add", "heal_end_master": "node_add"}
 	for name, d := range cases {
 		t.Run(name, func(t *testing.T) {
-			out, err := Render(d.Operation, d)
+			op := d.Operation
+			if tmpl[name] != "" {
+				op = tmpl[name]
+			}
+			out, err := Render(op, d)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,14 +85,15 @@ func TestSyntaxCheck(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for _, op := range Operations() {
-		out, err := Render(op, Data{Cluster: "c", Operation: op, Target: "storage-server", FirstMaster: "m", Storage: true, PVs: true, PVState: "present", Version: "test"})
+		out, err := Render(op, Data{Cluster: "c", Operation: op, Target: "storage-server", FirstMaster: "m", Storage: true, PVs: true, PVState: "present", Version: "test",
+			Nodes: []string{"w"}, LB: true, LBInstall: true, LBRoutes: []Route{{"w", "10.0.0.20"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		pb := filepath.Join(dir, op+".yml")
 		os.WriteFile(pb, out, 0o644)
 		inv := filepath.Join(dir, "hosts.ini")
-		os.WriteFile(inv, []byte("[nfs_server]\ns\n[kube_control_plane]\nm\n[kube_node]\nw\n[nfs_client:children]\nkube_control_plane\nkube_node\n"), 0o644)
+		os.WriteFile(inv, []byte("[nfs_server]\ns\n[kube_control_plane]\nm\n[kube_node]\nw\n[nfs_client:children]\nkube_control_plane\nkube_node\n[external_lb]\nlb\n"), 0o644)
 		cmd := exec.Command("ansible-playbook", "--syntax-check", "-i", inv, pb)
 		rolesDir, _ := filepath.Abs("../roles")
 		cmd.Env = append(os.Environ(), "ANSIBLE_ROLES_PATH="+rolesDir, "ANSIBLE_HOME="+dir, "ANSIBLE_LOCAL_TEMP="+dir)

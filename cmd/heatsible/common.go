@@ -57,16 +57,52 @@ func warn(g *globals, req *params.Request) {
 	}
 }
 
-// healTarget turns the --storage-server and --cluster flags into the
-// operation's target ("" when neither is given).
-func healTarget(storageServer, wholeCluster bool) (string, error) {
-	switch {
-	case storageServer && wholeCluster:
-		return "", fail.With(fail.Invalid, fmt.Errorf("give either --storage-server or --cluster, not both"))
-	case storageServer:
-		return lcm.TargetStorageServer, nil
-	case wholeCluster:
-		return lcm.TargetCluster, nil
+// targetFlags are the flags that complete an operation: what a heal acts
+// on, the nodes of a scale. run and plan share them.
+type targetFlags struct {
+	storageServer, wholeCluster bool
+	node, vnfcID                string
+	nodes                       []string
+	deleteReleased              bool
+}
+
+func (tf *targetFlags) add(cmd *cobra.Command, as string) {
+	f := cmd.Flags()
+	f.BoolVar(&tf.storageServer, "storage-server", false, "heal target: the storage server"+as)
+	f.BoolVar(&tf.wholeCluster, "cluster", false, "heal target: the whole cluster"+as)
+	f.StringVar(&tf.node, "node", "", "heal target: one master or worker, by node name (or Heat member name, member stack id or server id)"+as)
+	f.StringVar(&tf.vnfcID, "vnfc-resource-id", "", "heal target: one master or worker, by its VNFC resource id (the Nova server id Heat reports now)"+as)
+	f.StringSliceVar(&tf.nodes, "nodes", nil, "scale-start: the leaving workers; scale-end: the new ones (comma-separated node names, Heat member names, member stack ids or server ids)"+as)
+	f.BoolVar(&tf.deleteReleased, "delete-released", false, "heal-start --storage-server: also unregister Released PVs (their data stays on the export; a new claim may get it once they are registered again)"+as)
+}
+
+// op builds and checks operation name with the flags.
+func (tf *targetFlags) op(name string) (lcm.Op, error) {
+	op := lcm.Op{Name: name, DeleteReleased: tf.deleteReleased, Nodes: tf.nodes}
+	n := 0
+	for _, set := range []bool{tf.storageServer, tf.wholeCluster, tf.node != "", tf.vnfcID != ""} {
+		if set {
+			n++
+		}
 	}
-	return "", nil
+	if n > 1 {
+		return op, fail.With(fail.Invalid, fmt.Errorf("give one heal target: --storage-server, --cluster, --node or --vnfc-resource-id"))
+	}
+	if len(tf.nodes) > 0 && n > 0 {
+		return op, fail.With(fail.Invalid, fmt.Errorf("--nodes (scale) goes with no heal target; for a heal of one node give --node"))
+	}
+	switch {
+	case tf.storageServer:
+		op.Target = lcm.TargetStorageServer
+	case tf.wholeCluster:
+		op.Target = lcm.TargetCluster
+	case tf.node != "":
+		op.Target, op.Nodes = lcm.TargetNode, []string{tf.node}
+	case tf.vnfcID != "":
+		op.Target, op.Nodes = lcm.TargetNode, []string{tf.vnfcID}
+	}
+	if err := op.Check(); err != nil {
+		return op, fail.With(fail.Invalid, err)
+	}
+	return op, nil
 }

@@ -15,9 +15,9 @@ func newPlan(g *globals) *cobra.Command {
 	var in inputs
 	o := lcm.PlanOptions{}
 	var tags string
-	var storageServer, wholeCluster bool
+	var tf targetFlags
 	cmd := &cobra.Command{
-		Use:   "plan OPERATION [--storage-server | --cluster] --request FILE [--package DIR] (--stack ID|NAME | --topology FILE) [--limit NODES] [--tags ROLES]",
+		Use:   "plan OPERATION [--storage-server | --cluster | --node NAME | --vnfc-resource-id ID | --nodes A,B] --request FILE [--package DIR] (--stack ID|NAME | --topology FILE) [--limit NODES] [--tags ROLES]",
 		Short: "Print the steps an operation would run, on which hosts, with which roles (connects to no node)",
 		Long: `plan prints what 'heatsible run' would do, without doing it: the ordered
 steps (the plays of the operation's playbook), the hosts each one runs on
@@ -36,11 +36,11 @@ pattern, hosts, roles, runs/skip).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Operation = args[0]
-			target, err := healTarget(storageServer, wholeCluster)
+			op, err := tf.op(o.Operation)
 			if err != nil {
 				return err
 			}
-			o.Target = target
+			o.Target, o.Nodes, o.DeleteReleased = op.Target, op.Nodes, op.DeleteReleased
 			req, err := in.loadRequest(g, true)
 			if err != nil {
 				return err
@@ -67,9 +67,7 @@ pattern, hosts, roles, runs/skip).`,
 	in.addPackage(cmd)
 	in.addSource(cmd)
 	f := cmd.Flags()
-	f.BoolVar(&storageServer, "storage-server", false, "heal target: the storage server, as 'run --storage-server'")
-	f.BoolVar(&wholeCluster, "cluster", false, "heal target: the whole cluster, as 'run --cluster'")
-	f.BoolVar(&o.DeleteReleased, "delete-released", false, "heal-start: as 'run --delete-released'")
+	tf.add(cmd, ", as for run")
 	f.StringVar(&tags, "tags", "", "only these roles (comma-separated), as 'run --tags'")
 	f.StringVar(&o.Limit, "limit", "", "only these nodes or groups (Ansible --limit pattern), as 'run --limit'")
 	return cmd
@@ -91,6 +89,27 @@ func writePlan(w io.Writer, p *lcm.Plan, src lcm.Source) {
 	runs := 0
 	for _, s := range p.Steps {
 		fmt.Fprintf(w, "\n%d. %s\n", s.Number, s.Name)
+		if s.Kind != "" && s.Import == "" {
+			fmt.Fprintf(w, "   on:     the machine that runs Ansible\n")
+			if !s.Runs {
+				fmt.Fprintf(w, "   skipped: %s\n", s.Skip)
+				continue
+			}
+			runs++
+			continue
+		}
+		if s.Kind == lcm.PhaseKubespray {
+			fmt.Fprintf(w, "   runs:   %s with kubespray's ansible.cfg and the inventory above; its plays choose their hosts\n", s.Import)
+			if len(s.Hosts) > 0 {
+				fmt.Fprintf(w, "   nodes:  %s\n", strings.Join(s.Hosts, ", "))
+			}
+			if !s.Runs {
+				fmt.Fprintf(w, "   skipped: %s\n", s.Skip)
+				continue
+			}
+			runs++
+			continue
+		}
 		if s.Import != "" {
 			fmt.Fprintf(w, "   imports: %s (its plays choose their own hosts)\n", s.Import)
 			runs++

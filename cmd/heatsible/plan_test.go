@@ -73,7 +73,7 @@ func TestPlanErrors(t *testing.T) {
 	}{
 		{"unknown operation", []string{"plan", "nope", "--request", req, "--package", filepath.Join(td, "package"), "--topology", topo}, 2, `unknown operation "nope"`},
 		{"no package", []string{"plan", "instantiate-end", "--request", req, "--topology", topo}, 2, "--package DIR"},
-		{"heal without target", []string{"plan", "heal-end", "--request", req, "--package", filepath.Join(td, "package"), "--topology", topo}, 2, "--storage-server or --cluster"},
+		{"heal without target", []string{"plan", "heal-end", "--request", req, "--package", filepath.Join(td, "package"), "--topology", topo}, 2, "--storage-server, --cluster, or one node"},
 		{"no source", []string{"plan", "instantiate-end", "--request", req, "--package", filepath.Join(td, "package")}, 2, "--stack ID|NAME"},
 	}
 	for _, tt := range tests {

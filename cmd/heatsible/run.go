@@ -25,7 +25,7 @@ func newRun(g *globals) *cobra.Command {
 	var in inputs
 	o := lcm.RunOptions{}
 	var tags, role string
-	var storageServer, wholeCluster bool
+	var tf targetFlags
 	var reportFile string
 	cmd := &cobra.Command{
 		Use:   "run OPERATION --request FILE [--package DIR] (--stack ID|NAME | --topology FILE) [--local | --ansible-host ADDR]",
@@ -98,14 +98,11 @@ records of each cluster are kept.`,
 					err = lcm.RecordFailure(o, err)
 				}
 			}()
-			target, err := healTarget(storageServer, wholeCluster)
+			op, err := tf.op(o.Operation)
 			if err != nil {
 				return err
 			}
-			o.Target = target
-			if err := (lcm.Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased}).Check(); err != nil {
-				return fail.With(fail.Invalid, err)
-			}
+			o.Target, o.Nodes, o.DeleteReleased = op.Target, op.Nodes, op.DeleteReleased
 			if o.Local && o.AnsibleHost != "" {
 				return fail.With(fail.Invalid, fmt.Errorf("give either --local or --ansible-host, not both"))
 			}
@@ -174,9 +171,7 @@ records of each cluster are kept.`,
 	f.BoolVar(&o.UseAgent, "ssh-agent", false, "offer the keys of the ssh-agent at $SSH_AUTH_SOCK to the Ansible host")
 	f.StringVar(&o.KnownHosts, "known-hosts", "", "known_hosts file for the Ansible host and every node (default ~/.ssh/known_hosts)")
 	f.BoolVar(&o.InsecureIgnoreHostKey, "insecure-ignore-host-key", false, "DANGEROUS: accept any host key from the Ansible host (lab use only)")
-	f.BoolVar(&storageServer, "storage-server", false, "heal target: the storage server")
-	f.BoolVar(&wholeCluster, "cluster", false, "heal target: the whole cluster (heal-end only)")
-	f.BoolVar(&o.DeleteReleased, "delete-released", false, "heal-start: also unregister Released PVs (their data stays on the export; a new claim may get it once they are registered again)")
+	tf.add(cmd, "")
 	f.BoolVar(&o.Check, "check", false, "dry run: ansible-playbook --check --diff, nothing changes on any host")
 	f.StringVar(&reportFile, "report", "", "write the review report (each host's tasks, the diffs, the summary) to FILE: Markdown, or JSON if FILE ends in .json")
 	f.StringVar(&role, "role", "", "re-run one role only (cinder_volume, nfs_server, nfs_client or pv_register); the same as --tags ROLE")

@@ -22,6 +22,7 @@ type PlanOptions struct {
 	// Target and DeleteReleased complete the operation (see Op).
 	Target         string
 	DeleteReleased bool
+	Nodes          []string
 	Request        *params.Request
 	PackageDir     string
 	Source         Source
@@ -46,8 +47,12 @@ type Plan struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// Step is one play of the rendered playbook.
+// Step is one play of the rendered playbook, or one of the operation's
+// other phases (Kind: kubespray, write-inventory, ...).
 type Step struct {
+	// Kind is empty for a play of heatsible's playbook, else the phase's
+	// kind (see Phase).
+	Kind string `json:"kind,omitempty"`
 	// Number counts from 1, in playbook order.
 	Number int    `json:"number"`
 	Name   string `json:"name"`
@@ -80,17 +85,61 @@ type Role struct {
 // renders the operation's files as Run does, and resolves every play's hosts
 // and roles. Errors carry exit codes.
 func MakePlan(ctx context.Context, o PlanOptions) (*Plan, error) {
-	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased}
+	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased, Nodes: o.Nodes}
 	t, files, err := load(ctx, op, o.Request, o.PackageDir, o.Source, o.Version)
 	if err != nil {
 		return nil, err
 	}
-	p, err := PlanFiles(files.Playbook, files.Inventory, o.Limit, o.Tags)
-	if err != nil {
-		return nil, fail.With(fail.Internal, err)
+	p := &Plan{Limit: o.Limit, Tags: o.Tags, Steps: []Step{}, Hosts: []string{}}
+	if len(files.Playbook) > 0 {
+		if p, err = PlanFiles(files.Playbook, files.Inventory, o.Limit, o.Tags); err != nil {
+			return nil, fail.With(fail.Internal, err)
+		}
 	}
 	p.Operation, p.Cluster = o.Operation, t.Cluster
+	p.Steps = withPhases(p.Steps, files, skipKubespray(false, o.Tags, o.Limit))
 	return p, nil
+}
+
+// withPhases puts the plays of heatsible's playbook (steps) among the
+// operation's other phases, numbered in the order they run.
+func withPhases(steps []Step, files *Files, skip string) []Step {
+	var out []Step
+	for _, ph := range files.Phases {
+		if ph.Kind == PhasePlaybook {
+			out = append(out, steps...)
+			continue
+		}
+		st := Step{Kind: ph.Kind, Name: ph.String(), Hosts: ph.Hosts, Runs: skip == ""}
+		if st.Hosts == nil {
+			st.Hosts = []string{}
+		}
+		switch ph.Kind {
+		case PhaseKubespray:
+			st.Import = path.Join(files.KubesprayRoot, ph.Playbook)
+			st.Pattern = ph.Limit
+		case PhaseWriteInventory:
+			st.Name = "write the kubespray inventory " + files.KubesprayInventoryPath
+			if len(ph.Hosts) > 0 {
+				st.Name += " (without " + strings.Join(ph.Hosts, ", ") + ")"
+			}
+		case PhaseRemoveInventory:
+			st.Name = "remove the kubespray inventory " + files.KubesprayInventoryPath
+		case PhaseCleanStaging:
+			st.Runs = true
+		}
+		if !st.Runs {
+			st.Skip = skip
+		}
+		out = append(out, st)
+	}
+	for i := range out {
+		out[i].Number = i + 1
+	}
+	if out == nil {
+		out = []Step{}
+	}
+	return out
 }
 
 // PlanFiles resolves a rendered playbook against a YAML inventory, with

@@ -108,7 +108,7 @@ func TestPlanMatchesAnsible(t *testing.T) {
 		Cluster: "k8s-a", Operation: OpInstantiateEnd, BaseDir: t.TempDir(),
 		Inventory: f.Inventory, Playbook: f.Playbook, Roles: roles.FS,
 		GroupVars: f.GroupVars, Secrets: f.Secrets, SecretValues: f.SecretValues,
-		Files: manifestFiles(f.Manifests),
+		Files: bundleFiles(f),
 	})
 	if err != nil {
 		t.Fatal(err)

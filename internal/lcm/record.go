@@ -221,7 +221,7 @@ func (r *record) files(f *Files) {
 	for g, b := range f.GroupVars {
 		out[ansible.GroupVarsDir+"/"+g+".yml"] = b
 	}
-	for name, b := range manifestFiles(f.Manifests) {
+	for name, b := range bundleFiles(f) {
 		out[name] = b
 	}
 	for rel, b := range out {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -21,69 +22,13 @@ import (
 	"github.com/heatsible/heatsible/roles"
 )
 
-// Operations heatsible runs with "heatsible run".
-const (
-	OpInstantiateEnd = "instantiate-end"
-	OpHealStart      = "heal-start"
-	OpHealEnd        = "heal-end"
-)
-
-// Heal targets.
-const (
-	TargetStorageServer = "storage-server"
-	TargetCluster       = "cluster"
-)
-
-// Op is an operation with its target.
-type Op struct {
-	Name string
-	// Target is what a heal acts on: TargetStorageServer or TargetCluster.
-	Target string
-	// DeleteReleased lets heal-start of the storage server unregister
-	// Released PVs (their data stays on the export).
-	DeleteReleased bool
-}
-
-// Check reports an operation heatsible does not run, or a target that does
-// not fit it.
-func (op Op) Check() error {
-	switch op.Name {
-	case OpInstantiateEnd:
-		if op.Target != "" {
-			return fmt.Errorf("%s takes no heal target", op.Name)
-		}
-	case OpHealStart:
-		if op.Target != TargetStorageServer {
-			return fmt.Errorf("heal-start needs its target: --storage-server (heal of the whole cluster needs nothing before the new VMs exist unless kubespray is used, which heatsible does not drive yet)")
-		}
-	case OpHealEnd:
-		if op.Target != TargetStorageServer && op.Target != TargetCluster {
-			return fmt.Errorf("heal-end needs its target: --storage-server or --cluster")
-		}
-	default:
-		return fmt.Errorf("unknown operation %q; heatsible run knows: %s, %s, %s", op.Name, OpInstantiateEnd, OpHealStart, OpHealEnd)
-	}
-	if op.DeleteReleased && op.Name != OpHealStart {
-		return fmt.Errorf("--delete-released belongs to heal-start --storage-server")
-	}
-	return nil
-}
-
-// template is the playbook template an operation renders: heal-end of the
-// whole cluster is instantiate-end on the new VMs.
-func (op Op) template() string {
-	if op.Name == OpHealEnd && op.Target == TargetCluster {
-		return OpInstantiateEnd
-	}
-	return op.Name
-}
-
 // RunOptions is one "heatsible run" invocation.
 type RunOptions struct {
 	Operation string
 	// Target and DeleteReleased complete the operation (see Op).
 	Target         string
 	DeleteReleased bool
+	Nodes          []string
 	Request        *params.Request
 	PackageDir     string
 	Source         Source
@@ -154,7 +99,7 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
 		log = slog.Default()
 	}
 	start := rec.started
-	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased}
+	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased, Nodes: o.Nodes}
 	req := o.Request
 	t, files, err := load(ctx, op, req, o.PackageDir, o.Source, o.Version)
 	if t != nil {
@@ -197,7 +142,7 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
 		GroupVars:     files.GroupVars,
 		Secrets:       files.Secrets,
 		SecretValues:  files.SecretValues,
-		Files:         manifestFiles(files.Manifests),
+		Files:         bundleFiles(files),
 		KnownHosts:    knownHosts,
 		Forks:         o.Forks,
 	})
@@ -207,6 +152,8 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
 	defer b.Close()
 
 	var runner ansible.Runner = ansible.LocalRunner{}
+	var fileOps ansible.Files = ansible.LocalRunner{}
+	var remoteRunner *ansible.RemoteRunner
 	if sshCfg != nil {
 		sshCfg.Logger = log
 		client, err := remote.Dial(ctx, *sshCfg)
@@ -214,26 +161,29 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
 			return nil, fail.With(sshExit(err), fmt.Errorf("connecting to the Ansible host: %w", err))
 		}
 		defer client.Close()
-		runner = &ansible.RemoteRunner{Client: client, Logger: log}
+		remoteRunner = &ansible.RemoteRunner{Client: client, Logger: log}
+		runner, fileOps = remoteRunner, remoteRunner
+		// A run whose connection was cut leaves its staging directory
+		// (and secrets file) behind; the next run removes it. A live run
+		// holds a lock on its directory and is left alone.
+		if _, err := remoteRunner.CleanupStale(ctx, t.Cluster, staleAfter); err != nil {
+			log.Warn("could not clean up staging directories of earlier runs", "err", err)
+		}
 	}
-	res, err := runner.Run(ctx, b, ansible.RunOptions{
-		Check:     o.Check,
-		Diff:      o.Check,
-		Limit:     o.Limit,
-		Tags:      o.Tags,
-		Verbosity: o.Verbosity,
-		OnEvent:   o.OnEvent,
-		Stderr:    o.Stderr,
-		Logger:    log,
-	})
-	out := &Outcome{Operation: o.Operation, Cluster: t.Cluster, Where: where, Check: o.Check, Topology: t, Result: res, Started: start, Duration: time.Since(start)}
+	out := &Outcome{Operation: o.Operation, Cluster: t.Cluster, Where: where, Check: o.Check, Topology: t, Started: start}
+	ph := &phaseRunner{o: o, files: files, bundle: b, runner: runner, fileOps: fileOps, remote: remoteRunner, cluster: t.Cluster, log: log}
+	if err := ph.preflight(ctx); err != nil {
+		return nil, err
+	}
+	err = ph.run(ctx)
+	out.Result, out.Duration = ph.result, time.Since(start)
 	if err != nil {
-		if res != nil && refused(res) {
+		if ph.result != nil && refused(ph.result) {
 			return out, fail.With(fail.Refused, err)
 		}
 		return out, fail.With(runExit(err), err)
 	}
-	if res != nil && len(res.Recap) == 0 && o.Limit == "" {
+	if ph.emptyPlaybook {
 		// Ansible warns and exits 0 when no host matches; for heatsible
 		// that is a run that did nothing, never a success.
 		return out, fail.With(fail.Internal, fmt.Errorf("ansible-playbook ran on no host at all (the inventory did not load, or matched nothing); see its warnings above"))
@@ -285,11 +235,33 @@ func PrepareOp(req *params.Request, t *topology.Topology, pkgDir string, op Op, 
 	if err := buildVars(req, t, pkgDir, f); err != nil {
 		return nil, err
 	}
-	masters := t.ByRole(topology.RoleMaster)
 	if op.Target == TargetStorageServer && req.Cluster.StorageServer == nil {
 		return nil, fmt.Errorf("%s --storage-server: the request has no storage_server", op.Name)
 	}
-	pb, err := playbooks.Render(op.template(), playbooks.Data{
+	phases, tmpl, nodes, err := op.plan(req, t)
+	if err != nil {
+		return nil, err
+	}
+	f.Phases = phases
+	for _, ph := range phases {
+		if ph.Kind != PhaseWriteInventory && ph.Kind != PhaseRemoveInventory {
+			continue
+		}
+		if f.KubesprayInventoryPath, err = kubesprayInventoryPath(req); err != nil {
+			return nil, err
+		}
+		f.KubesprayRoot = path.Clean(req.Cluster.Ansible.KubesprayRootPath)
+		if ph.Kind == PhaseWriteInventory {
+			if f.KubesprayInventory, err = kubesprayInventory(req, t, ph.Hosts); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if tmpl == "" {
+		return f, nil
+	}
+	masters := t.ByRole(topology.RoleMaster)
+	d := playbooks.Data{
 		Cluster:        t.Cluster,
 		Operation:      op.Name,
 		Target:         op.Target,
@@ -299,7 +271,32 @@ func PrepareOp(req *params.Request, t *topology.Topology, pkgDir string, op Op, 
 		PVs:            len(req.Cluster.PVRegistrationParams) > 0,
 		PVState:        "present",
 		Version:        version,
-	})
+		Kubespray:      kubespray(req),
+	}
+	for _, n := range nodes {
+		d.Nodes = append(d.Nodes, n.Name)
+	}
+	if lb := req.Cluster.ExternalLBParam; lb != nil {
+		script, err := params.ReadPackageFile(pkgDir, lb.ScriptPath, params.MaxScriptSize)
+		if err != nil {
+			return nil, fmt.Errorf("%s.external_lb_param.script_path: %w", params.Prefix, err)
+		}
+		f.Extra = map[string][]byte{ExternalLBScript: script}
+		d.LB = true
+		d.LBInstall = tmpl == OpInstantiateEnd
+		// The load balancer routes to the workers: all of them at
+		// instantiate, the leaving or new ones otherwise.
+		routeNodes := t.ByRole(topology.RoleWorker)
+		if tmpl != OpInstantiateEnd {
+			routeNodes = nodes
+		}
+		for _, n := range routeNodes {
+			if n.Role == topology.RoleWorker {
+				d.LBRoutes = append(d.LBRoutes, playbooks.Route{Name: n.Name, Address: n.Address})
+			}
+		}
+	}
+	pb, err := playbooks.Render(tmpl, d)
 	if err != nil {
 		return nil, err
 	}
@@ -307,10 +304,15 @@ func PrepareOp(req *params.Request, t *topology.Topology, pkgDir string, op Op, 
 	return f, nil
 }
 
-func manifestFiles(m map[string][]byte) map[string][]byte {
+// bundleFiles are the files a run bundle carries besides its inventory,
+// playbook, roles and secrets.
+func bundleFiles(f *Files) map[string][]byte {
 	out := map[string][]byte{}
-	for name, b := range m {
+	for name, b := range f.Manifests {
 		out[ManifestDir+"/"+name] = b
+	}
+	for name, b := range f.Extra {
+		out[name] = b
 	}
 	return out
 }

@@ -85,7 +85,26 @@ func LoadTopology(ctx context.Context, req *params.Request, src Source) (*topolo
 	if err := req.ValidateTopology(t); err != nil {
 		return nil, fail.With(fail.Invalid, err)
 	}
+	addExternalLB(req, t)
 	return t, nil
+}
+
+// ExternalLBName is the inventory name of the external load balancer when
+// Heat gives only its CP (external_lb_param.ssh_cp_name).
+const ExternalLBName = "external-lb"
+
+// addExternalLB makes the external load balancer a node of t (group
+// external_lb) when the request has one and t knows it only as a CP.
+func addExternalLB(req *params.Request, t *topology.Topology) {
+	lb := req.Cluster.ExternalLBParam
+	if lb == nil || len(t.ByRole(topology.RoleExternalLB)) > 0 {
+		return
+	}
+	addr, ok := t.CPs[lb.SSHCPName]
+	if !ok {
+		return
+	}
+	t.Nodes = append(t.Nodes, topology.Node{Name: ExternalLBName, Role: topology.RoleExternalLB, SSHAddress: addr, Address: addr})
 }
 
 func dedup(in []string) []string {

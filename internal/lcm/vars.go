@@ -29,7 +29,24 @@ type Files struct {
 	Manifests map[string][]byte
 	// SecretValues lists every secret, for masking in logs and records.
 	SecretValues []string
+	// Extra are more files of the bundle (relative path -> content), e.g.
+	// the external load balancer's script.
+	Extra map[string][]byte
+
+	// Phases are the steps of the run, in order (see Phase); Playbook is
+	// what PhasePlaybook runs.
+	Phases []Phase
+	// KubesprayInventory is written to KubesprayInventoryPath on the machine
+	// that runs Ansible (PhaseWriteInventory); KubesprayRoot is
+	// kubespray_root_path.
+	KubesprayInventory     []byte
+	KubesprayInventoryPath string
+	KubesprayRoot          string
 }
+
+// ExternalLBScript is where the external load balancer's script (the
+// request's external_lb_param.script_path) sits in the bundle.
+const ExternalLBScript = "files/external_lb.sh"
 
 // cinderVolume, nfsExport and pvManifest are the roles' variables (see each
 // role's defaults/main.yml).

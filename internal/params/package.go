@@ -56,3 +56,30 @@ func ReadManifest(pkgDir, rel string) (*manifest.PV, error) {
 	}
 	return pv, nil
 }
+
+// MaxScriptSize bounds a script read from the package (e.g. the external
+// load balancer's script_path).
+const MaxScriptSize = 1 << 20
+
+// ReadPackageFile reads the file at rel (a leading "./" is allowed) inside
+// the package directory, at most max bytes.
+func ReadPackageFile(pkgDir, rel string, max int64) ([]byte, error) {
+	rel = strings.TrimPrefix(rel, "./")
+	p, err := packageFile(pkgDir, rel)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("%q: %v", rel, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("%q: %v", rel, err)
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%q is larger than %d bytes", rel, max)
+	}
+	return data, nil
+}

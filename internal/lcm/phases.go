@@ -1,0 +1,212 @@
+package lcm
+
+import (
+	"context"
+	"fmt"
+
+	"log/slog"
+	"maps"
+	"path"
+	"strings"
+
+	"github.com/heatsible/heatsible/internal/ansible"
+	"github.com/heatsible/heatsible/internal/fail"
+	"github.com/heatsible/heatsible/internal/params"
+)
+
+// staleAfter is how old a leftover staging directory on the Ansible host
+// must be before a run removes it. Zero: any age, since a live run holds a
+// lock on its directory (and the cluster lock keeps a second heatsible on
+// this machine out).
+const staleAfter = 0
+
+// phaseRunner runs the phases of one operation (see Op.plan) on one
+// bundle, in order, and stops at the first that fails.
+type phaseRunner struct {
+	o       RunOptions
+	files   *Files
+	bundle  *ansible.Bundle
+	runner  ansible.Runner
+	fileOps ansible.Files
+	remote  *ansible.RemoteRunner // nil when Ansible runs on this machine
+	cluster string
+	log     *slog.Logger
+
+	// kubespray maps a kubespray phase's playbook to its path under the
+	// kubespray root, as found by preflight.
+	kubespray map[string]string
+	// result adds up the results of every ansible-playbook run.
+	result *ansible.Result
+	// emptyPlaybook: heatsible's playbook ran on no host at all.
+	emptyPlaybook bool
+}
+
+// skipKubespray says why kubespray and the files handed to it are left
+// alone in this run, or "" when they are not.
+func (p *phaseRunner) skipKubespray() string {
+	return skipKubespray(p.o.Check, p.o.Tags, p.o.Limit)
+}
+
+func skipKubespray(check bool, tags []string, limit string) string {
+	switch {
+	case check:
+		return "check mode: kubespray does not support --check, and nothing may change"
+	case len(tags) > 0:
+		return "--tags/--role select heatsible's roles only"
+	case limit != "":
+		return "--limit narrows heatsible's own plays only"
+	}
+	return ""
+}
+
+func (p *phaseRunner) say(format string, args ...any) {
+	if p.o.Stderr != nil {
+		fmt.Fprintf(p.o.Stderr, "heatsible: "+format+"\n", args...)
+	}
+}
+
+// preflight checks, before any phase runs, what the kubespray phases need
+// on the machine that runs Ansible: the root and each playbook (at the root,
+// or under playbooks/ in newer layouts).
+func (p *phaseRunner) preflight(ctx context.Context) error {
+	p.kubespray = map[string]string{}
+	root := p.files.KubesprayRoot
+	for _, ph := range p.files.Phases {
+		if ph.Kind != PhaseKubespray || p.skipKubespray() != "" || p.kubespray[ph.Playbook] != "" {
+			continue
+		}
+		exists, isDir, err := p.fileOps.Stat(ctx, root)
+		if err != nil {
+			return fail.With(fail.Unreachable, err)
+		}
+		if !exists || !isDir {
+			return fail.With(fail.Invalid, fmt.Errorf("%s.ansible.kubespray_root_path: %s is not a directory on %s; install kubespray there or fix the path", params.Prefix, root, p.fileOps.Where()))
+		}
+		found := ""
+		for _, cand := range []string{ph.Playbook, "playbooks/" + ph.Playbook} {
+			exists, isDir, err := p.fileOps.Stat(ctx, path.Join(root, cand))
+			if err != nil {
+				return fail.With(fail.Unreachable, err)
+			}
+			if exists && !isDir {
+				found = cand
+				break
+			}
+		}
+		if found == "" {
+			return fail.With(fail.Invalid, fmt.Errorf("kubespray root %s on %s has neither %s nor playbooks/%s; is it a kubespray checkout?", root, p.fileOps.Where(), ph.Playbook, ph.Playbook))
+		}
+		p.kubespray[ph.Playbook] = found
+	}
+	return nil
+}
+
+// run runs every phase.
+func (p *phaseRunner) run(ctx context.Context) error {
+	n := len(p.files.Phases)
+	for i, ph := range p.files.Phases {
+		step := fmt.Sprintf("[%d/%d] %s", i+1, n, ph)
+		if ph.Kind != PhasePlaybook {
+			if why := p.skipKubespray(); why != "" && ph.Kind != PhaseCleanStaging {
+				p.say("%s: skipped (%s)", step, why)
+				continue
+			}
+			if p.o.Check {
+				p.say("%s: skipped (check mode)", step)
+				continue
+			}
+			p.say("%s", step)
+		} else if n > 1 {
+			p.say("%s", step)
+		}
+		if err := p.runPhase(ctx, ph); err != nil {
+			if n > 1 {
+				return fmt.Errorf("%s: %w", step, err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *phaseRunner) runPhase(ctx context.Context, ph Phase) error {
+	o := p.o
+	base := ansible.RunOptions{Verbosity: o.Verbosity, OnEvent: o.OnEvent, Stderr: o.Stderr, Logger: p.log}
+	switch ph.Kind {
+	case PhasePlaybook:
+		ro := base
+		ro.Check, ro.Diff, ro.Limit, ro.Tags = o.Check, o.Check, o.Limit, o.Tags
+		res, err := p.runner.Run(ctx, p.bundle, ro)
+		p.add(res)
+		if err == nil && res != nil && len(res.Recap) == 0 && o.Limit == "" {
+			p.emptyPlaybook = true
+		}
+		return err
+	case PhaseKubespray:
+		ro := base
+		ro.Dir, ro.Playbooks = p.files.KubesprayRoot, []string{p.kubespray[ph.Playbook]}
+		ro.ForeignConfig, ro.Inventory, ro.Become = true, p.files.KubesprayInventoryPath, true
+		ro.Limit, ro.ExtraVars = ph.Limit, ph.ExtraVars
+		res, err := p.runner.Run(ctx, p.bundle, ro)
+		p.add(res)
+		return err
+	case PhaseWriteInventory:
+		return p.fileOps.PutFile(ctx, p.files.KubesprayInventoryPath, p.files.KubesprayInventory, 0o600)
+	case PhaseRemoveInventory:
+		return p.fileOps.RemoveFile(ctx, p.files.KubesprayInventoryPath, true)
+	case PhaseCleanStaging:
+		if p.remote == nil {
+			return nil // local bundles go with their runs
+		}
+		removed, err := p.remote.CleanupStale(ctx, p.cluster, 0)
+		p.say("removed %d leftover staging director%s", len(removed), map[bool]string{true: "y", false: "ies"}[len(removed) == 1])
+		return err
+	}
+	return fmt.Errorf("unknown phase %q", ph.Kind)
+}
+
+// add adds one ansible-playbook run's result to the operation's.
+func (p *phaseRunner) add(r *ansible.Result) {
+	if r == nil {
+		return
+	}
+	if p.result == nil {
+		cp := *r
+		cp.Recap = maps.Clone(r.Recap)
+		if cp.Recap == nil {
+			cp.Recap = map[string]ansible.HostRecap{}
+		}
+		p.result = &cp
+		return
+	}
+	d := p.result
+	d.Command, d.Dir, d.ExitCode, d.Finished = r.Command, r.Dir, r.ExitCode, r.Finished
+	d.RecapComplete = d.RecapComplete && r.RecapComplete
+	d.Events = append(d.Events, r.Events...)
+	d.Stdout = append(d.Stdout, r.Stdout...)
+	if r.Stderr != "" {
+		d.Stderr = lastBytes(d.Stderr+r.Stderr, 64<<10)
+	}
+	for h, x := range r.Recap {
+		y := d.Recap[h]
+		y.OK += x.OK
+		y.Changed += x.Changed
+		y.Failed += x.Failed
+		y.Unreachable += x.Unreachable
+		y.Skipped += x.Skipped
+		y.Rescued += x.Rescued
+		y.Ignored += x.Ignored
+		d.Recap[h] = y
+	}
+}
+
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
