@@ -113,3 +113,13 @@ func (l *Lock) Release() {
 	l.f.Close()
 	l.f = nil
 }
+
+// Remove deletes the lock file, then releases the lock: terminate-end, when
+// the cluster is gone. Its run records stay (the audit trail).
+func (l *Lock) Remove() {
+	if l == nil || l.f == nil {
+		return
+	}
+	os.Remove(l.path)
+	l.Release()
+}

@@ -188,6 +188,9 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
 		// that is a run that did nothing, never a success.
 		return out, fail.With(fail.Internal, fmt.Errorf("ansible-playbook ran on no host at all (the inventory did not load, or matched nothing); see its warnings above"))
 	}
+	if op.Name == OpTerminateEnd && !o.Check {
+		lock.Remove()
+	}
 	return out, nil
 }
 
