@@ -28,18 +28,21 @@ func newRun(g *globals) *cobra.Command {
 	var tf targetFlags
 	var reportFile string
 	cmd := &cobra.Command{
-		Use:   "run OPERATION --request FILE [--package DIR] (--stack ID|NAME | --topology FILE) [--local | --ansible-host ADDR]",
-		Short: "Run a lifecycle operation on the cluster (instantiate-end, heal-start, heal-end)",
+		Use:   "run OPERATION --request FILE [--package DIR] (--stack ID|NAME | --topology FILE) [--local | --ansible-host ADDR] [TARGET]",
+		Short: "Run a lifecycle operation on the cluster (instantiate-end, heal-start, heal-end, scale-start, scale-end, terminate-end)",
 		Long: `run performs a VNF lifecycle operation on the cluster's VMs with Ansible.
 
 Operations:
-  instantiate-end   on the storage server: find the Cinder volume, create ext4
-                    only if it has no file system, mount it (and record it in
-                    fstab), create and export the directories over NFS, and
-                    verify the exports; install the NFS client on every master
-                    and worker; register the PersistentVolumes (spec.nfs.server
+  instantiate-end   with kubespray (ansible.kubespray_root_path): write its
+                    inventory and run cluster.yml first. Then on the storage
+                    server: find the Cinder volume, create ext4 only if it has
+                    no file system, mount it (and record it in fstab), create
+                    and export the directories over NFS, and verify the
+                    exports; install the NFS client on every master and
+                    worker; register the PersistentVolumes (spec.nfs.server
                     set to the storage server's address) and wait until they
-                    are Available.
+                    are Available; with external_lb_param, install the load
+                    balancer with its script and route to every worker.
   heal-start --storage-server
                     before the storage server VM is replaced: unregister the
                     PVs heatsible registered. Refused (exit 6), with nothing
@@ -53,9 +56,50 @@ Operations:
                     system is mounted as it is, never formatted), then the PVs
                     registered again with the server's address as Heat gives
                     it now.
+  heal-start --cluster
+                    before the whole cluster is replaced: as terminate-end.
   heal-end --cluster
                     after the whole cluster was replaced: instantiate-end on
                     the new VMs.
+  heal-start --node NAME | --vnfc-resource-id ID
+                    before one node's VM is replaced: remove its load-balancer
+                    route, drain it (kubectl drain --ignore-daemonsets
+                    --delete-emptydir-data, bounded), then kubespray
+                    remove-node.yml -e node=NAME -e skip_confirmation=true
+                    -e reset_nodes=false (the VM may be dead) and the
+                    inventory without it; without kubespray, delete its Node
+                    object. A master only with kubespray, three or more
+                    masters, and not the first one; otherwise refused (exit 2).
+  heal-end --node NAME | --vnfc-resource-id ID
+                    after the VM was replaced: the inventory, kubespray
+                    facts.yml then scale.yml --limit=NAME (a master:
+                    cluster.yml --limit=etcd,kube_control_plane), the NFS
+                    client on it, its load-balancer route.
+  scale-start --nodes A,B
+                    before workers are removed (scale-in): remove their
+                    load-balancer routes, drain them, kubespray remove-node.yml
+                    non-interactively (skip_confirmation; never a typed "yes"),
+                    the inventory without them; without kubespray, delete their
+                    Node objects.
+  scale-end --nodes A,B
+                    after workers were added (scale-out): the inventory,
+                    kubespray facts.yml on all nodes then scale.yml --limit
+                    to the new ones, the NFS client on them, their
+                    load-balancer routes.
+  terminate-end     remove heatsible's state for the cluster: staging
+                    directories earlier runs left on the Ansible host, the
+                    inventory it wrote for kubespray (only that file), and the
+                    cluster's lock here. Run records stay.
+
+Nodes (--node, --nodes) are named by node name (as 'heatsible inventory'
+prints), Heat member resource name (how Tacker names scale-in victims), the
+member's nested stack id (how Tacker names new members) or Nova server id
+(a VNFC resource id). 'heatsible plan OPERATION ...' shows every step first.
+
+kubespray runs from kubespray_root_path with its own ansible.cfg, except that
+heatsible keeps host key checking on (against --known-hosts) and reads its
+results as JSON lines. In check mode, and with --tags/--role or --limit,
+kubespray and the inventory it gets are left alone (the run says so).
 
 Where Ansible runs: by default on the Ansible host of the request
 (ansible.ip_address, ansible.username, ansible.password), reached over SSH; the

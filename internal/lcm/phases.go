@@ -14,12 +14,6 @@ import (
 	"github.com/heatsible/heatsible/internal/params"
 )
 
-// staleAfter is how old a leftover staging directory on the Ansible host
-// must be before a run removes it. Zero: any age, since a live run holds a
-// lock on its directory (and the cluster lock keeps a second heatsible on
-// this machine out).
-const staleAfter = 0
-
 // phaseRunner runs the phases of one operation (see Op.plan) on one
 // bundle, in order, and stops at the first that fails.
 type phaseRunner struct {

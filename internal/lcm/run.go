@@ -163,12 +163,6 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
 		defer client.Close()
 		remoteRunner = &ansible.RemoteRunner{Client: client, Logger: log}
 		runner, fileOps = remoteRunner, remoteRunner
-		// A run whose connection was cut leaves its staging directory
-		// (and secrets file) behind; the next run removes it. A live run
-		// holds a lock on its directory and is left alone.
-		if _, err := remoteRunner.CleanupStale(ctx, t.Cluster, staleAfter); err != nil {
-			log.Warn("could not clean up staging directories of earlier runs", "err", err)
-		}
 	}
 	out := &Outcome{Operation: o.Operation, Cluster: t.Cluster, Where: where, Check: o.Check, Topology: t, Started: start}
 	ph := &phaseRunner{o: o, files: files, bundle: b, runner: runner, fileOps: fileOps, remote: remoteRunner, cluster: t.Cluster, log: log}
