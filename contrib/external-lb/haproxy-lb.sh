@@ -262,13 +262,13 @@ validate() {
   fi
 }
 
-# tmp_in DIR: a new temporary file in DIR (same file system as the target,
-# for an atomic rename), removed on exit unless renamed.
+# tmp_in DIR: TMP = a new temporary file in DIR (same file system as the
+# target, for an atomic rename), removed on exit unless renamed. Not called
+# in a subshell, so that the exit trap knows the file.
+TMP=""
 tmp_in() {
-  local t
-  t=$(mktemp "$1/.${PROG}.XXXXXX") || die 1 "cannot create a temporary file in $1"
-  TMPFILES+=("$t")
-  echo "$t"
+  TMP=$(mktemp "$1/.${PROG}.XXXXXX") || die 1 "cannot create a temporary file in $1"
+  TMPFILES+=("$TMP")
 }
 
 # check_candidate TEXT: with --check, show the diff and validate in $TMPDIR.
@@ -290,7 +290,8 @@ write_conf() {
   local text=$1 dir t
   dir=$(dirname -- "$CONF")
   mkdir -p -- "$dir"
-  t=$(tmp_in "$dir")
+  tmp_in "$dir"
+  t=$TMP
   printf '%s\n' "$text" >"$t"
   chmod 0644 "$t"
   validate "$t"
@@ -300,7 +301,8 @@ write_conf() {
 # write_file PATH TEXT: atomically replace PATH.
 write_file() {
   local t
-  t=$(tmp_in "$(dirname -- "$1")")
+  tmp_in "$(dirname -- "$1")"
+  t=$TMP
   printf '%s\n' "$2" >"$t"
   chmod 0644 "$t"
   mv -f -- "$t" "$1"
