@@ -16,20 +16,43 @@ Everything real happens in ``heatsible run ... -o json``; this module only
 turns Tacker's hook arguments into heatsible's inputs and heatsible's exit
 code into a Tacker exception. See docs/hooks.md in the heatsible repository.
 
-What it maps (what heatsible implements today):
+What it maps:
 
-  instantiate_end                      -> heatsible run instantiate-end
-  heal_start, storage server VNFC      -> heatsible run heal-start --storage-server
-  heal_end,   storage server VNFC      -> heatsible run heal-end --storage-server
-  heal_end,   whole VNF (no VNFC ids)  -> heatsible run heal-end --cluster
+  instantiate_end                  -> run instantiate-end
+  heal_start / heal_end, no VNFC ids (whole VNF)
+                                   -> run heal-start|heal-end --cluster
+  heal_start / heal_end, VNFC ids  -> per VNFC, storage server first:
+      the storage server VDU       -> run heal-...  --storage-server (once)
+      any other VNFC (master/worker)
+                                   -> run heal-...  --vnfc-resource-id <its
+                                      compute_resource.resource_id>, one run
+                                      per VNFC, stopping at the first failure
+  scale_start, SCALE_IN of the worker aspect
+                                   -> run scale-start --nodes <victims>
+                                      (kwargs scale_name_list: Heat member
+                                      resource names; else scale_out_id_list)
+  scale_start, SCALE_OUT with scale_name_list (Tacker's rollback of a
+      completed scale-out)         -> run scale-start --nodes <those members>
+  scale_end, SCALE_OUT of the worker aspect
+                                   -> run scale-end --nodes <kwargs
+                                      scale_out_id_list: new member stack ids>
+  scale_* of the master aspect     -> raises, nothing is run (heatsible scales
+                                      workers only)
+  scale_* of any other aspect      -> logs, nothing is run (not the cluster's)
+  terminate_start                  -> topology --stack ... --save FILE (so that
+                                      terminate_end can name the cluster once
+                                      the stack is gone); never fails the
+                                      termination
+  terminate_end                    -> run terminate-end --topology FILE
 
-Everything else (instantiate_start, terminate_start/_end, scale_start/_end,
-heal of a master or worker VNFC, heal_start of the whole VNF,
-change_external_connectivity_*, modify_information_*) is NOT implemented by
-heatsible yet: those methods log one line and return, nothing is run.
+instantiate_start, change_external_connectivity_*, modify_information_* log
+one line and return: heatsible has nothing to do there.
 
-Assumptions about Tacker that this file makes (not verified against a running
-Tacker; no Tacker runs where this was written):
+Assumptions about Tacker that this file makes (read from Tacker's source,
+openstack/tacker: tacker/vnflcm/vnflcm_driver.py, the OpenStack infra driver
+and samples/mgmt_driver/kubernetes/kubernetes_mgmt.py and
+kubespray/kubespray_mgmt.py;
+not verified against a running Tacker; no Tacker runs where this was written):
 
 * ``vnf_instance.instantiated_vnf_info.instance_id`` is the Heat stack id of
   the VNF (Tacker's own kubernetes_mgmt.py sample uses it as the stack id).
@@ -39,23 +62,37 @@ Tacker; no Tacker runs where this was written):
   ``package_dir`` keyword argument, overrides it.
 * The instantiate request's additionalParams are
   ``instantiate_vnf_request.additional_params`` at instantiate_end, and are
-  kept as ``vnf_instance.instantiated_vnf_info.additional_params`` for heal.
+  kept as ``vnf_instance.instantiated_vnf_info.additional_params`` for heal,
+  scale and terminate.
 * A heal request without ``vnfc_instance_id`` heals the whole VNF; with ids,
-  each id is matched against ``instantiated_vnf_info.vnfc_resource_info[].id``
-  and the VNFC's ``vdu_id`` tells the storage server (``storage_server`` by
+  each id is matched against ``instantiated_vnf_info.vnfc_resource_info[].id``;
+  the VNFC's ``vdu_id`` tells the storage server (``storage_server`` by
   default, as in Tacker's PV usage guide; ``HEATSIBLE_STORAGE_VDU_IDS``,
-  comma-separated, overrides it).
+  comma-separated, overrides it), and its ``compute_resource.resource_id`` is
+  the Nova server id (at heal_end, Tacker's post_heal_vnf has already set it
+  to the new server's id).
+* Scale: Tacker computes the members itself and passes them as keyword
+  arguments: scale_start (SCALE_IN) gets ``scale_name_list`` (the victims'
+  Heat member resource names) and ``scale_out_id_list`` (their nested stack
+  ids); scale_end (SCALE_OUT) gets ``scale_out_id_list`` (the new members'
+  nested stack ids). ``scale_vnf_request.aspect_id`` is compared with
+  ``master_node.aspect_id`` / ``worker_node.aspect_id`` of the request.
+* Terminate: terminate_end is called after the Heat stack was deleted and
+  ``instance_id`` was cleared, so the stack cannot be read there: the
+  cluster is saved with ``heatsible topology --save`` at terminate_start.
 
 Configuration, from tacker-conductor's environment (or the class attributes):
 
-  HEATSIBLE_BIN           the heatsible executable (default: "heatsible" on PATH)
+  HEATSIBLE_BIN           the heatsible executable (default: heatsible on PATH)
   HEATSIBLE_KNOWN_HOSTS   known_hosts file for the Ansible host and every node
                           (passed as --known-hosts; default: heatsible's own,
                           ~/.ssh/known_hosts of the conductor's user)
-  HEATSIBLE_TIMEOUT       seconds before the run is stopped (default 3600):
-                          heatsible gets SIGTERM (it then stops Ansible and
-                          removes its staging directory, exit code 130), and
-                          SIGKILL only if it has not ended 120 s later
+  HEATSIBLE_TIMEOUT       seconds before one heatsible run is stopped (default
+                          3600): heatsible gets SIGTERM (it then stops Ansible
+                          and removes its staging directory, exit code 130),
+                          and SIGKILL only if it has not ended 120 s later
+  HEATSIBLE_TOPOLOGY_DIR  where terminate_start saves the topology for
+                          terminate_end (default: STATE/tacker-topology)
   HEATSIBLE_STATE_DIR     passed through: where heatsible keeps locks and run
                           records (see heatsible's README, "Run records")
   OS_CLOUD / OS_*         passed through: heatsible reads Heat with them. This
@@ -175,6 +212,24 @@ def _get(obj, name, default=None):
     return getattr(obj, name, default)
 
 
+def _unique(items):
+    """items without empty or repeated entries, in their order."""
+    out = []
+    for i in items:
+        if i and i not in out:
+            out.append(i)
+    return out
+
+
+def _default_state_dir():
+    """heatsible's own default for HEATSIBLE_STATE_DIR."""
+    if os.environ.get('HEATSIBLE_STATE_DIR'):
+        return os.environ['HEATSIBLE_STATE_DIR']
+    if hasattr(os, 'geteuid') and os.geteuid() == 0:
+        return '/var/lib/heatsible'
+    return os.path.expanduser('~/.local/state/heatsible')
+
+
 class HeatsibleMgmtDriver(_Base):
 
     # Overridable per deployment (subclass, or the environment).
@@ -182,6 +237,7 @@ class HeatsibleMgmtDriver(_Base):
     known_hosts = None
     timeout = None
     storage_vdu_ids = None
+    topology_dir = None
 
     # Tacker keys MgmtDrivers by get_type(): it is the name used in
     # tacker.conf's vnflcm_mgmt_driver, the setup.cfg entry point and the
@@ -214,6 +270,17 @@ class HeatsibleMgmtDriver(_Base):
             return set(self.storage_vdu_ids)
         raw = os.environ.get('HEATSIBLE_STORAGE_VDU_IDS', 'storage_server')
         return {v.strip() for v in raw.split(',') if v.strip()}
+
+    def _topology_file(self, vnf_instance):
+        """Where terminate_start saves the cluster for terminate_end."""
+        d = (self.topology_dir or os.environ.get('HEATSIBLE_TOPOLOGY_DIR')
+             or os.path.join(_default_state_dir(), 'tacker-topology'))
+        vnf_id = str(_get(vnf_instance, 'id') or '')
+        safe = ''.join(c for c in vnf_id if c.isalnum() or c in '-_.')
+        if not safe or safe != vnf_id:
+            _raise('heatsible: the VNF instance id %r cannot name a file'
+                   % vnf_id, EXIT_INVALID)
+        return os.path.join(d, safe + '.topology.yaml')
 
     # ---- what Tacker gives us ------------------------------------------
 
@@ -252,25 +319,80 @@ class HeatsibleMgmtDriver(_Base):
         _raise('heatsible: no additionalParams.k8s_cluster_installation_param '
                'in the request or the instantiated VNF', EXIT_INVALID)
 
-    def _heal_target(self, vnf_instance, heal_vnf_request):
-        """'cluster', 'storage-server' or None (a target heatsible lacks)."""
-        ids = _get(heal_vnf_request, 'vnfc_instance_id') or []
-        if not ids:
-            return 'cluster'
+    def _heal_targets(self, vnf_instance, ids):
+        """heatsible's target flags, one list per run: storage server first.
+
+        Every VNFC id is checked before anything runs.
+        """
         info = _get(vnf_instance, 'instantiated_vnf_info')
         vnfcs = {_get(v, 'id'): v
                  for v in (_get(info, 'vnfc_resource_info') or [])}
-        storage = self._storage_vdus()
-        vdus = [_get(vnfcs.get(i), 'vdu_id') for i in ids]
-        if vdus and all(v in storage for v in vdus):
-            return 'storage-server'
-        return None
+        storage_vdus = self._storage_vdus()
+        storage = False
+        servers = []
+        for i in _unique(ids):
+            vnfc = vnfcs.get(i)
+            if vnfc is None:
+                _raise('heatsible: heal: VNFC %s is not in the VNF '
+                       '(instantiated_vnf_info.vnfc_resource_info); '
+                       'nothing was run' % i, EXIT_INVALID)
+            if _get(vnfc, 'vdu_id') in storage_vdus:
+                storage = True
+                continue
+            server = _get(_get(vnfc, 'compute_resource'), 'resource_id')
+            if not server:
+                _raise('heatsible: heal: VNFC %s (VDU %s) has no '
+                       'compute_resource.resource_id; nothing was run' % (
+                           i, _get(vnfc, 'vdu_id')), EXIT_INVALID)
+            servers.append(server)
+        targets = [['--storage-server']] if storage else []
+        return targets + [['--vnfc-resource-id', s]
+                          for s in _unique(servers)]
+
+    def _scale_aspect_is_workers(self, hook, scale_vnf_request, params):
+        """True for the worker aspect; raises for the master aspect.
+
+        Any other aspect is not a part of the cluster heatsible manages:
+        logged, nothing is run.
+        """
+        k8s = params.get('k8s_cluster_installation_param') or {}
+        aspect = _get(scale_vnf_request, 'aspect_id')
+        master = _get(k8s.get('master_node'), 'aspect_id')
+        worker = _get(k8s.get('worker_node'), 'aspect_id')
+        if aspect and aspect == master:
+            msg = ('heatsible %s: aspect %s is the master aspect '
+                   '(master_node.aspect_id); heatsible scales workers only '
+                   '(kubespray adds control-plane nodes with cluster.yml and '
+                   'etcd needs an odd number of members): refused, nothing '
+                   'was run' % (hook, aspect))
+            LOG.error(msg)
+            _raise(msg, EXIT_INVALID)
+        if not aspect or aspect != worker:
+            LOG.warning('heatsible: %s of aspect %s: not the worker aspect '
+                        '(worker_node.aspect_id %s); not a part of the '
+                        'cluster, nothing was run', hook, aspect, worker)
+            return False
+        return True
 
     # ---- running heatsible ---------------------------------------------
 
-    def _run(self, operation, extra_args, additional_params, stack_id,
-             package_dir):
-        """Run heatsible; return stdout's JSON document or raise.
+    def _run(self, operation, extra_args, additional_params, source_args,
+             package_dir=None, note=''):
+        """heatsible run OPERATION; stdout's JSON document, or raise."""
+        def tail(req):
+            argv = ['run', operation] + list(extra_args) + ['--request', req]
+            if package_dir:
+                argv += ['--package', package_dir]
+            argv += list(source_args) + ['-o', 'json']
+            kh = self._known_hosts()
+            if kh:
+                argv += ['--known-hosts', kh]
+            return argv
+        label = operation + (' ' + note if note else '')
+        return self._heatsible(label, tail, additional_params)
+
+    def _heatsible(self, label, tail, additional_params):
+        """Run heatsible with [bin] + tail(request path); return or raise.
 
         The request goes through a 0600 file in a fresh 0700 directory,
         removed in finally. stdin is /dev/null (heatsible never prompts).
@@ -281,23 +403,18 @@ class HeatsibleMgmtDriver(_Base):
             fd = os.open(req, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, 'w') as f:
                 json.dump(additional_params, f)
-            argv = [self._bin(), 'run', operation] + list(extra_args) + [
-                '--request', req, '--package', package_dir,
-                '--stack', stack_id, '-o', 'json']
-            kh = self._known_hosts()
-            if kh:
-                argv += ['--known-hosts', kh]
+            argv = [self._bin()] + tail(req)
             LOG.info('heatsible: running %s', ' '.join(argv))
             try:
                 proc = self._call(argv)
             except subprocess.TimeoutExpired:
                 _raise('heatsible %s: timed out after %ss and was stopped '
                        '(SIGTERM); see its run record on this host' % (
-                           operation, self._timeout()))
+                           label, self._timeout()))
             except OSError as e:
                 _raise('heatsible %s: cannot run %s: %s' % (
-                    operation, argv[0], e))
-            return self._result(operation, proc)
+                    label, argv[0], e))
+            return self._result(label, proc)
         finally:
             shutil.rmtree(tmpdir, ignore_errors=True)
 
@@ -352,17 +469,17 @@ class HeatsibleMgmtDriver(_Base):
         _raise('heatsible %s failed (%s): %s' % (operation, code_text, msg),
                code, result, error)
 
+
     @staticmethod
-    def _not_implemented(hook):
-        LOG.info('heatsible: %s is not implemented by heatsible yet; '
-                 'nothing was run', hook)
+    def _nothing_to_do(hook, why='heatsible has nothing to do there'):
+        LOG.info('heatsible: %s: %s; nothing was run', hook, why)
 
     # ---- the hooks ------------------------------------------------------
 
     def instantiate_start(self, context, vnf_instance,
                           instantiate_vnf_request, grant,
                           grant_request, **kwargs):
-        self._not_implemented('instantiate_start')
+        self._nothing_to_do('instantiate_start')
 
     def instantiate_end(self, context, vnf_instance,
                         instantiate_vnf_request, grant,
@@ -371,79 +488,183 @@ class HeatsibleMgmtDriver(_Base):
             instantiate_vnf_request,
             _get(vnf_instance, 'instantiated_vnf_info'))
         return self._run('instantiate-end', [], params,
-                         self._stack_id(vnf_instance, kwargs),
+                         ['--stack', self._stack_id(vnf_instance, kwargs)],
                          self._package_dir(context, vnf_instance, kwargs))
 
     def terminate_start(self, context, vnf_instance,
                         terminate_vnf_request, grant,
                         grant_request, **kwargs):
-        self._not_implemented('terminate_start')
+        # Tacker deletes the stack and clears instance_id before
+        # terminate_end: save the cluster now, for terminate_end. A failure
+        # here is logged and does not stop the termination (terminate-end
+        # only cleans heatsible's state up).
+        try:
+            path = self._topology_file(vnf_instance)
+            params = self._additional_params(
+                _get(vnf_instance, 'instantiated_vnf_info'))
+            stack = self._stack_id(vnf_instance, kwargs)
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            if os.path.exists(path):
+                os.remove(path)  # never let terminate_end use a stale one
+            return self._heatsible(
+                'topology --save', lambda req: [
+                    'topology', '--request', req, '--stack', stack,
+                    '--save', path, '-o', 'json'], params)
+        except Exception as e:
+            LOG.error('heatsible: terminate_start: the topology was not '
+                      'saved, so terminate_end will not run terminate-end: '
+                      '%s', e)
+            return None
 
     def terminate_end(self, context, vnf_instance,
                       terminate_vnf_request, grant,
                       grant_request, **kwargs):
-        # Nothing to clean on the Ansible host: heatsible removes its
-        # staging directory after every run already.
-        self._not_implemented('terminate_end')
+        path = self._topology_file(vnf_instance)
+        info = _get(vnf_instance, 'instantiated_vnf_info')
+        if os.path.exists(path):
+            source = ['--topology', path]
+        elif _get(info, 'instance_id') or kwargs.get('stack_id'):
+            source = ['--stack', self._stack_id(vnf_instance, kwargs)]
+        else:
+            LOG.error(
+                'heatsible: terminate_end: no topology saved by '
+                'terminate_start (%s) and no Heat stack id: terminate-end '
+                'was not run. Left behind: staging directories on the '
+                'Ansible host (~/.heatsible/runs/), the kubespray inventory '
+                'heatsible wrote, the cluster lock file in heatsible\'s '
+                'state directory. Declare terminate_start in the VNFD to '
+                'have them removed.', path)
+            return None
+        params = self._additional_params(terminate_vnf_request, info)
+        result = self._run('terminate-end', [], params, source,
+                           self._package_dir(context, vnf_instance, kwargs))
+        if source[0] == '--topology':
+            os.remove(path)
+        return result
 
     def scale_start(self, context, vnf_instance,
                     scale_vnf_request, grant,
                     grant_request, **kwargs):
-        self._not_implemented('scale_start')
+        # Tacker computed the members Heat is going to remove (from
+        # aspect_id, number_of_steps and is_reverse) and passes them:
+        # scale_name_list (Heat member resource names) and scale_out_id_list
+        # (their nested stack ids). Only scale_name_list comes with the
+        # rollback of a completed scale-out (type SCALE_OUT).
+        kind = _get(scale_vnf_request, 'type')
+        names = list(kwargs.get('scale_name_list') or [])
+        if kind == 'SCALE_IN':
+            victims = _unique(names or kwargs.get('scale_out_id_list') or [])
+            note = ''
+        elif kind == 'SCALE_OUT' and names:
+            victims = _unique(names)
+            note = '(rollback of a scale-out)'
+        elif kind == 'SCALE_OUT':
+            self._nothing_to_do('scale_start of a scale-out',
+                                'heatsible acts at scale_end')
+            return None
+        else:
+            _raise('heatsible scale_start: scale_vnf_request.type %r is '
+                   'neither SCALE_IN nor SCALE_OUT' % (kind,), EXIT_INVALID)
+        info = _get(vnf_instance, 'instantiated_vnf_info')
+        params = self._additional_params(scale_vnf_request, info)
+        if not self._scale_aspect_is_workers('scale_start', scale_vnf_request,
+                                             params):
+            return None
+        if not victims:
+            _raise('heatsible scale_start: Tacker gave no scale-in victims '
+                   '(neither scale_name_list nor scale_out_id_list): '
+                   'nothing was run, and Heat must not remove workers '
+                   'heatsible did not drain', EXIT_INVALID)
+        return self._run('scale-start', ['--nodes', ','.join(victims)],
+                         params,
+                         ['--stack', self._stack_id(vnf_instance, kwargs)],
+                         self._package_dir(context, vnf_instance, kwargs),
+                         note)
 
     def scale_end(self, context, vnf_instance,
                   scale_vnf_request, grant,
                   grant_request, **kwargs):
-        self._not_implemented('scale_end')
-
-    def _heal(self, hook, operation, context, vnf_instance,
-              heal_vnf_request, kwargs):
-        target = self._heal_target(vnf_instance, heal_vnf_request)
-        if target is None:
-            self._not_implemented(hook + ' of a master or worker VNFC')
+        # Tacker passes the new members' nested stack ids (the group's
+        # members after the update minus those before) as scale_out_id_list.
+        kind = _get(scale_vnf_request, 'type')
+        if kind == 'SCALE_IN':
+            self._nothing_to_do('scale_end of a scale-in',
+                                'heatsible acted at scale_start')
             return None
-        if target == 'cluster' and operation == 'heal-start':
-            # heatsible has nothing to do before the whole cluster is
-            # replaced (it would only matter with kubespray, not driven yet).
-            self._not_implemented('heal_start of the whole VNF')
+        if kind != 'SCALE_OUT':
+            _raise('heatsible scale_end: scale_vnf_request.type %r is '
+                   'neither SCALE_IN nor SCALE_OUT' % (kind,), EXIT_INVALID)
+        info = _get(vnf_instance, 'instantiated_vnf_info')
+        params = self._additional_params(scale_vnf_request, info)
+        if not self._scale_aspect_is_workers('scale_end', scale_vnf_request,
+                                             params):
             return None
-        params = self._additional_params(
-            heal_vnf_request, _get(vnf_instance, 'instantiated_vnf_info'))
-        return self._run(operation, ['--' + target], params,
-                         self._stack_id(vnf_instance, kwargs),
+        new = _unique(kwargs.get('scale_out_id_list') or [])
+        if not new:
+            self._nothing_to_do('scale_end', 'Tacker gave no new members '
+                                '(scale_out_id_list is empty)')
+            return None
+        return self._run('scale-end', ['--nodes', ','.join(new)], params,
+                         ['--stack', self._stack_id(vnf_instance, kwargs)],
                          self._package_dir(context, vnf_instance, kwargs))
+
+    def _heal(self, operation, context, vnf_instance, heal_vnf_request,
+              kwargs):
+        info = _get(vnf_instance, 'instantiated_vnf_info')
+        ids = _get(heal_vnf_request, 'vnfc_instance_id') or []
+        targets = (self._heal_targets(vnf_instance, ids) if ids
+                   else [['--cluster']])
+        params = self._additional_params(heal_vnf_request, info)
+        source = ['--stack', self._stack_id(vnf_instance, kwargs)]
+        pkg = self._package_dir(context, vnf_instance, kwargs)
+        if not ids:
+            return self._run(operation, targets[0], params, source, pkg)
+        # One run per VNFC (heatsible heals one node at a time), in order;
+        # the first failure raises and the rest is not run. The message
+        # says which runs were done.
+        results = []
+        for n, target in enumerate(targets, 1):
+            note = ''
+            if len(targets) > 1:
+                note = '(run %d of %d; done: %s)' % (
+                    n, len(targets),
+                    ', '.join(' '.join(t) for t in targets[:n - 1])
+                    or 'none')
+            results.append(self._run(operation, target, params, source, pkg,
+                                     note))
+        return results
 
     def heal_start(self, context, vnf_instance,
                    heal_vnf_request, grant,
                    grant_request, **kwargs):
         # Never add --delete-released here: acknowledging Released PVs is an
         # operator's decision (docs/runbook.md).
-        return self._heal('heal_start', 'heal-start', context, vnf_instance,
+        return self._heal('heal-start', context, vnf_instance,
                           heal_vnf_request, kwargs)
 
     def heal_end(self, context, vnf_instance,
                  heal_vnf_request, grant,
                  grant_request, **kwargs):
-        return self._heal('heal_end', 'heal-end', context, vnf_instance,
+        return self._heal('heal-end', context, vnf_instance,
                           heal_vnf_request, kwargs)
 
     def change_external_connectivity_start(
             self, context, vnf_instance,
             change_ext_conn_request, grant,
             grant_request, **kwargs):
-        self._not_implemented('change_external_connectivity_start')
+        self._nothing_to_do('change_external_connectivity_start')
 
     def change_external_connectivity_end(
             self, context, vnf_instance,
             change_ext_conn_request, grant,
             grant_request, **kwargs):
-        self._not_implemented('change_external_connectivity_end')
+        self._nothing_to_do('change_external_connectivity_end')
 
     # Newer Tacker releases declare these abstract too.
     def modify_information_start(self, context, vnf_instance,
                                  modify_vnf_request, **kwargs):
-        self._not_implemented('modify_information_start')
+        self._nothing_to_do('modify_information_start')
 
     def modify_information_end(self, context, vnf_instance,
                                modify_vnf_request, **kwargs):
-        self._not_implemented('modify_information_end')
+        self._nothing_to_do('modify_information_end')
