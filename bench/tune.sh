@@ -3,7 +3,7 @@
 # test bed (first run on a reset bed, then the re-run) with one setting turned
 # back at a time, against the tree as committed.
 #
-#   bench/tune.sh build          build one binary per variant (no bed needed)
+#   bench/tune.sh build [VARIANT]  build one binary per variant (no bed needed)
 #   bench/tune.sh run [VARIANT]  time them on the bed (take it first; see
 #                                docs/testbed.md), N = TUNE_WORKERS (8) workers
 #   bench/tune.sh list           the variants
@@ -53,6 +53,11 @@ variant nfs-server-apt "nfs_server: the apt module every run (no dpkg check firs
   "revert 90e86a3 roles/nfs_server/tasks/main.yml"
 variant nfs-client-stat "nfs_client: a separate stat of /sbin/mount.nfs on every node" \
   "revert 609e180 roles/nfs_client/tasks/main.yml"
+variant service-module "nfs_server: the service module (it runs setup first to find the service manager)" \
+  "revert 89f75be roles/nfs_server/tasks/main.yml roles/nfs_server/handlers/main.yml"
+# candidates (a change tried, not committed)
+variant try-python3 "candidate: interpreter_python /usr/bin/python3 (no interpreter discovery per host)" \
+  "sub internal/ansible/bundle.go '\"interpreter_python\":  \"auto_silent\"' '\"interpreter_python\":  \"/usr/bin/python3\"'"
 if [ -n "${TUNE_EXTRA:-}" ]; then # more variants, e.g. from a later commit: "name|what|patch|args"
   while IFS='|' read -r n w p a; do [ -n "$n" ] && variant "$n" "$w" "$p" "$a"; done <<< "$TUNE_EXTRA"
 fi
@@ -71,7 +76,7 @@ case ${1:-} in
   list)
     for v in "${V[@]}"; do printf '%-20s %s\n' "$v" "${WHAT[$v]}"; done ;;
   build)
-    for v in "${V[@]}"; do build "$v"; done ;;
+    if [ -n "${2:-}" ]; then build "$2"; else for v in "${V[@]}"; do build "$v"; done; fi ;;
   run)
     [ "$(id -u)" = 0 ] || { echo "tune: run as root" >&2; exit 2; }
     want=("${V[@]}"); [ -n "${2:-}" ] && want=("$2")
