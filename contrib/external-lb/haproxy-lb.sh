@@ -46,6 +46,12 @@ set -euo pipefail
 export LC_ALL=C
 umask 022
 
+# Defaults of the install-time settings: an operator may edit these in the
+# copy in their VNF package instead of passing the variables.
+readonly DEFAULT_PORTS="80:30080 443:30443"
+readonly DEFAULT_BIND="*"
+readonly DEFAULT_USER=haproxy
+
 readonly PROG=${0##*/}
 readonly MARKER="# Managed by heatsible haproxy-lb.sh"
 CONF=${HAPROXY_LB_CONF:-/etc/haproxy/haproxy.cfg}
@@ -157,12 +163,12 @@ parse_ports() {
 SET_PORTS="" SET_BIND="" SET_USER=""
 
 settings_from_env() {
-  SET_PORTS=$(parse_ports "${HAPROXY_LB_PORTS-80:30080 443:30443}") ||
+  SET_PORTS=$(parse_ports "${HAPROXY_LB_PORTS-$DEFAULT_PORTS}") ||
     die 2 "HAPROXY_LB_PORTS: want FRONT:NODEPORT pairs (ports 1-65535, each FRONT once), got '${HAPROXY_LB_PORTS-}'"
-  SET_BIND=${HAPROXY_LB_BIND-*}
+  SET_BIND=${HAPROXY_LB_BIND-$DEFAULT_BIND}
   [[ $SET_BIND == "*" ]] || valid_ipv4 "$SET_BIND" || valid_ipv6 "$SET_BIND" ||
     die 2 "HAPROXY_LB_BIND: want *, an IPv4 or an IPv6 address, got '$SET_BIND'"
-  SET_USER=${HAPROXY_LB_USER-haproxy}
+  SET_USER=${HAPROXY_LB_USER-$DEFAULT_USER}
   [[ -z $SET_USER || $SET_USER =~ ^[a-z_][a-z0-9_-]*$ ]] ||
     die 2 "HAPROXY_LB_USER: not a user name: '$SET_USER'"
 }
@@ -316,15 +322,29 @@ service_active() {
   if use_systemd; then
     systemctl is-active --quiet "$SERVICE"
   else
-    service "$SERVICE" status >/dev/null 2>&1
+    service "$SERVICE" status >/dev/null 2>&1 9>&-
   fi
+}
+
+# quiet_run CMD...: run a command that may start a daemon (haproxy, by an
+# init script or a package's postinst) so that the daemon inherits neither
+# the lock's descriptor (it would hold the lock for its lifetime) nor our
+# stdout/stderr (whoever reads them, e.g. Ansible, would wait for it to
+# exit): output goes through a file, copied to stderr afterwards.
+quiet_run() {
+  local log status=0
+  log=$(mktemp) || die 1 "cannot create a temporary file"
+  TMPFILES+=("$log")
+  "$@" </dev/null >"$log" 2>&1 9>&- || status=$?
+  cat -- "$log" >&2
+  return "$status"
 }
 
 service_do() { # start | reload | enable
   if use_systemd; then
-    systemctl "$1" "$SERVICE" >&2 || die 1 "systemctl $1 $SERVICE failed"
+    quiet_run systemctl "$1" "$SERVICE" || die 1 "systemctl $1 $SERVICE failed"
   elif [ "$1" != enable ]; then
-    service "$SERVICE" "$1" >&2 || die 1 "service $SERVICE $1 failed"
+    quiet_run service "$SERVICE" "$1" || die 1 "service $SERVICE $1 failed"
   fi
 }
 
@@ -365,8 +385,8 @@ cmd_install() {
     command -v apt-get >/dev/null 2>&1 || die 1 "haproxy is missing and there is no apt-get to install it"
     say "install haproxy (apt-get)"
     if [ "$CHECK" = 0 ]; then
-      DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 -y -q \
-        --no-install-recommends install haproxy >&2 || die 1 "apt-get install haproxy failed"
+      DEBIAN_FRONTEND=noninteractive quiet_run apt-get -o DPkg::Lock::Timeout=300 -y -q \
+        --no-install-recommends install haproxy || die 1 "apt-get install haproxy failed"
     fi
     changed=1
   fi

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -509,4 +510,75 @@ func TestTrafficThroughHaproxy(t *testing.T) {
 	}
 	reload()
 	waitFor("request through haproxy once the route is back", routed)
+}
+
+// fakeService is a stand-in for the `service` command (SysV init), used
+// where no init system can run for a test: `start` and `reload` record the
+// call and leave a background process behind, as an init script's daemon
+// does, which inherits every descriptor not closed for it.
+const fakeService = `#!/bin/sh
+case $2 in
+status) test -f "$FAKE_DIR/running" ;;
+start|reload)
+  touch "$FAKE_DIR/running"
+  echo "$2" >>"$FAKE_DIR/calls"
+  sleep 120 &
+  echo $! >>"$FAKE_DIR/pids" ;;
+*) exit 3 ;;
+esac
+`
+
+// TestServiceStartAndReload: install starts the service once, a route
+// change reloads it, a command that changes nothing does not; and the
+// daemon that start left behind does not hold the script's lock (the next
+// command would time out waiting for it).
+func TestServiceStartAndReload(t *testing.T) {
+	t.Parallel()
+	needHaproxy(t)
+	if _, err := os.Stat("/run/systemd/system"); err == nil {
+		t.Skip("systemd runs here: the script would call the real systemctl; the SysV path is tested where systemd does not run")
+	}
+	fake := t.TempDir()
+	bin := filepath.Join(fake, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "service"), []byte(fakeService), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		b, _ := os.ReadFile(filepath.Join(fake, "pids"))
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGTERM)
+			}
+		}
+	})
+	l := newLB(t, "FAKE_DIR="+fake, "PATH="+bin+":"+os.Getenv("PATH"), "HAPROXY_LB_LOCK_TIMEOUT=3")
+	l.env = slices.DeleteFunc(l.env, func(e string) bool { return e == "HAPROXY_LB_NO_SERVICE=1" })
+	calls := func() []string {
+		b, _ := os.ReadFile(filepath.Join(fake, "calls"))
+		return strings.Fields(string(b))
+	}
+	steps := []struct {
+		args  []string
+		last  string
+		calls []string
+	}{
+		{[]string{"install"}, "changed", []string{"start"}},
+		{[]string{"install"}, "unchanged", []string{"start"}},
+		{[]string{"add-route", "worker-1", "10.0.0.5"}, "changed", []string{"start", "reload"}},
+		{[]string{"add-route", "worker-1", "10.0.0.5"}, "unchanged", []string{"start", "reload"}},
+		{[]string{"--check", "remove-route", "worker-1"}, "changed", []string{"start", "reload"}},
+		{[]string{"remove-route", "worker-1"}, "changed", []string{"start", "reload", "reload"}},
+	}
+	for i, s := range steps {
+		r := l.run(t, s.args...)
+		if r.code != 0 || r.last() != s.last {
+			t.Fatalf("step %d %v: exit %d, last %q, want %q\nstdout: %s\nstderr: %s", i, s.args, r.code, r.last(), s.last, r.stdout, r.stderr)
+		}
+		if got := calls(); !slices.Equal(got, s.calls) {
+			t.Errorf("step %d %v: service calls %v, want %v", i, s.args, got, s.calls)
+		}
+	}
 }
