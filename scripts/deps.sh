@@ -5,7 +5,7 @@
 # Keystone/Heat, etcd) are installed by testbed/bin/bed and its parts.
 set -euo pipefail
 
-PKGS=(ansible ansible-lint sshpass openssh-server openssh-client libnfs-utils shellcheck curl time)
+PKGS=(ansible ansible-lint sshpass openssh-server openssh-client libnfs-utils shellcheck curl time haproxy)
 
 missing=()
 for p in "${PKGS[@]}"; do

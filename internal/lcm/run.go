@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
@@ -288,9 +289,13 @@ func PrepareOp(req *params.Request, t *topology.Topology, pkgDir string, op Op, 
 			routeNodes = nodes
 		}
 		for _, n := range routeNodes {
-			if n.Role == topology.RoleWorker {
-				d.LBRoutes = append(d.LBRoutes, playbooks.Route{Name: n.Name, Address: n.Address})
+			if n.Role != topology.RoleWorker {
+				continue
 			}
+			if _, err := netip.ParseAddr(n.Address); err != nil {
+				return nil, fmt.Errorf("external load balancer: worker %s has the address %q; the load balancer's script takes IP addresses (give the topology IPs)", n.Name, n.Address)
+			}
+			d.LBRoutes = append(d.LBRoutes, playbooks.Route{Name: n.Name, Address: n.Address})
 		}
 	}
 	pb, err := playbooks.Render(tmpl, d)
