@@ -6,7 +6,8 @@
 #
 #   heat.sh install                 apt packages (idempotent)
 #   heat.sh up                      start MariaDB, Keystone, heat-all (healthy: no-op)
-#   heat.sh stack-create NAME WORKERS VOLUMES [--pools FILE] [--replace] [--networks M,W,S] [--no-state]
+#   heat.sh stack-create NAME WORKERS VOLUMES [--pools FILE] [--replace] [--networks M,W,S] [--lb NET] [--no-state]
+#   heat.sh stack-scale NAME N [--victim MEMBER ...] [--aspect GROUP]   resize a group as Tacker does
 #   heat.sh stack-delete NAME
 #   heat.sh status                  exit 0 iff everything is up
 #   heat.sh down                    stop what `up` started (by pidfile); wipes the DB
@@ -219,6 +220,17 @@ EOF
 }
 EOF
   fi
+  lb_pool
+}
+
+# The external load balancer's network (stack-create --lb net_lb): its own
+# pool file beside pools.json, so a pools.json written before it existed (or
+# replaced with --pools) keeps working.
+lb_pool() {
+  mkdir -p "$RUN/pools.d"
+  [ -s "$RUN/pools.d/bed-lb.json" ] && return 0
+  printf '{"networks": {"net_lb": ["10.231.0.13"]}}\n' > "$RUN/pools.d/bed-lb.json.tmp"
+  mv "$RUN/pools.d/bed-lb.json.tmp" "$RUN/pools.d/bed-lb.json"
 }
 
 # ---------------------------------------------------------------- services
@@ -394,12 +406,17 @@ case "$cmd" in
   status) do_status ;;
   rss) rss ;;
   stack-create)
-    [ $# -ge 3 ] || die "usage: $0 stack-create NAME WORKERS VOLUMES [--pools FILE] [--replace] [--networks M,W,S] [--no-state]"
+    [ $# -ge 3 ] || die "usage: $0 stack-create NAME WORKERS VOLUMES [--pools FILE] [--replace] [--networks M,W,S] [--lb NET] [--no-state]"
     lock
+    lb_pool
     stackctl create "$@" ;;
+  stack-scale)
+    [ $# -ge 2 ] || die "usage: $0 stack-scale NAME N [--victim MEMBER ...] [--aspect GROUP]"
+    lock
+    stackctl scale "$@" ;;
   stack-delete)
     [ $# -eq 1 ] || die "usage: $0 stack-delete NAME"
     lock
     stackctl delete "$1" ;;
-  *) echo "usage: $0 install|up|down|status|stack-create NAME WORKERS VOLUMES [--pools FILE] [--replace] [--networks M,W,S] [--no-state]|stack-delete NAME" >&2; exit 2 ;;
+  *) echo "usage: $0 install|up|down|status|stack-create NAME WORKERS VOLUMES [--pools FILE] [--replace] [--networks M,W,S] [--lb NET] [--no-state]|stack-scale NAME N [--victim MEMBER ...] [--aspect GROUP]|stack-delete NAME" >&2; exit 2 ;;
 esac

@@ -1,13 +1,27 @@
 """Create and delete the bed's Tacker-shaped Heat stack (called by heat.sh).
 
     stackctl.py create NAME WORKERS VOLUMES [--pools FILE] [--replace]
-                       [--networks MASTER,WORKER,STORAGE] [--no-state]
+                       [--networks MASTER,WORKER,STORAGE] [--lb NETWORK] [--no-state]
     stackctl.py delete NAME
+    stackctl.py scale NAME N [--victim MEMBER ...] [--aspect GROUP]
 
 Credentials come from the OS_* variables of testbed/run/heat/env; state goes
 to $HEAT_RUN. `create` waits (bounded) for CREATE_COMPLETE and writes
 $HEAT_RUN/stack.json (unless --no-state) with the stack id, the node addresses and every volume's
 id and device, which the bed needs for its by-id symlinks.
+
+`scale` resizes a group (default worker_instance) to N members the way Tacker
+(v2, UserData templates) does: for a scale-in it first marks each --victim
+member resource of the group's nested stack unhealthy (PATCH .../resources/
+<member> {"mark_unhealthy": true}), then updates the stack (PATCH, existing
+template) with the VDU's desired_capacity parameter (nfv.VDU.<vdu>.
+desired_capacity) set to N, and waits (bounded, HEAT_SCALE_TIMEOUT, 300 s)
+for UPDATE_COMPLETE. Heat keeps the newest N members after sorting failed
+ones first, so the victims are exactly the ones removed. (A ScalingPolicy
+signal would not do: it adjusts the size counted WITHOUT the failed members,
+so marking one victim and signalling -1 removes two members.)
+It prints the members (resource name, nested stack id, server id, addresses)
+and refreshes stack.json when it describes that stack.
 """
 import argparse
 import json
@@ -23,6 +37,7 @@ from keystoneauth1.identity import v3
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUN = os.environ["HEAT_RUN"]
 CREATE_TIMEOUT = int(os.environ.get("HEAT_CREATE_TIMEOUT", "600"))
+SCALE_TIMEOUT = int(os.environ.get("HEAT_SCALE_TIMEOUT", "300"))
 DELETE_TIMEOUT = int(os.environ.get("HEAT_DELETE_TIMEOUT", "300"))
 DEVICES = ["vdb", "vdc", "vdd"]
 
@@ -61,7 +76,7 @@ class Heat(object):
         return r.json()["stack"]
 
 
-def templates(workers, volumes):
+def templates(workers, volumes, lb_network=None):
     cap = max(16, workers)
     top = {
         "heat_template_version": "2013-05-23",
@@ -72,7 +87,8 @@ def templates(workers, volumes):
             "master_instance": {
                 "type": "OS::Heat::AutoScalingGroup",
                 "properties": {
-                    "min_size": 1, "max_size": 3, "desired_capacity": 1,
+                    "min_size": 1, "max_size": 3,
+                    "desired_capacity": {"get_param": ["nfv", "VDU", "masterNode", "desired_capacity"]},
                     "resource": {"type": "nested_master.yaml", "properties": {
                         "flavor": {"get_param": ["nfv", "VDU", "masterNode", "flavor"]},
                         "image": {"get_param": ["nfv", "VDU", "masterNode", "image"]},
@@ -80,7 +96,8 @@ def templates(workers, volumes):
             "worker_instance": {
                 "type": "OS::Heat::AutoScalingGroup",
                 "properties": {
-                    "min_size": 0, "max_size": cap, "desired_capacity": workers,
+                    "min_size": 0, "max_size": cap,
+                    "desired_capacity": {"get_param": ["nfv", "VDU", "workerNode", "desired_capacity"]},
                     "resource": {"type": "nested_worker.yaml", "properties": {
                         "flavor": {"get_param": ["nfv", "VDU", "workerNode", "flavor"]},
                         "image": {"get_param": ["nfv", "VDU", "workerNode", "image"]},
@@ -109,6 +126,19 @@ def templates(workers, volumes):
                 "properties": {"scaling_adjustment": adj,
                                "auto_scaling_group_id": {"get_resource": grp},
                                "adjustment_type": "change_in_capacity"}}
+    if lb_network:
+        # an external load balancer VM in front of the masters, as in Tacker's
+        # samples with external_lb_param: a server of the top stack and its port
+        top["resources"]["externalLB_CP"] = {
+            "type": "OS::Neutron::Port",
+            "properties": {"network": {"get_param": ["nfv", "CP", "externalLB_CP", "network"]}}}
+        top["resources"]["externalLB"] = {
+            "type": "OS::Nova::Server",
+            "properties": {
+                "flavor": {"get_param": ["nfv", "VDU", "externalLB", "flavor"]},
+                "name": "externalLB",
+                "image": {"get_param": ["nfv", "VDU", "externalLB", "image"]},
+                "networks": [{"port": {"get_resource": "externalLB_CP"}}]}}
     vols = []
     for i in range(volumes):
         res = "storage_server_volume" + ("" if i == 0 else str(i + 1))
@@ -124,12 +154,17 @@ def templates(workers, volumes):
     return top, {"nested_master.yaml": master, "nested_worker.yaml": worker}, vols
 
 
-def params(networks):
+def params(networks, lb_network=None, workers=0):
     m, w, s = networks
     p = json.loads(json.dumps(PARAMS))
+    p["nfv"]["VDU"]["masterNode"]["desired_capacity"] = 1
+    p["nfv"]["VDU"]["workerNode"]["desired_capacity"] = workers
     p["nfv"]["CP"]["masterNode_CP1"]["network"] = m
     p["nfv"]["CP"]["workerNode_CP2"]["network"] = w
     p["nfv"]["CP"]["storage_server_CP"]["network"] = s
+    if lb_network:
+        p["nfv"]["VDU"]["externalLB"] = dict(p["nfv"]["VDU"]["storage_server"])
+        p["nfv"]["CP"]["externalLB_CP"] = {"network": lb_network}
     return p
 
 
@@ -199,8 +234,9 @@ def create(h, a):
         if not a.replace and existing["stack_status"] not in ("DELETE_COMPLETE", "DELETE_IN_PROGRESS"):
             die("stack %s exists (%s); use stack-delete or --replace" % (a.name, existing["stack_status"]))
         delete(h, a.name)
-    top, files, vols = templates(a.workers, a.volumes)
-    body = {"stack_name": a.name, "template": top, "files": files, "parameters": params(a.networks),
+    top, files, vols = templates(a.workers, a.volumes, a.lb)
+    body = {"stack_name": a.name, "template": top, "files": files,
+            "parameters": params(a.networks, a.lb, a.workers),
             "disable_rollback": True, "timeout_mins": max(1, CREATE_TIMEOUT // 60)}
     t0 = time.time()
     end = t0 + CREATE_TIMEOUT
@@ -232,13 +268,27 @@ def create(h, a):
                                                  st and st["stack_status_reason"]))
     log("stack %s/%s CREATE_COMPLETE in %.1fs" % (a.name, sid, took))
 
-    # Read back what the bed needs (one listing with attributes inline).
-    r = h.req("GET", "/stacks/%s/%s/resources?nested_depth=2&with_detail=true" % (a.name, sid))
+    out = describe(h, a.name, sid, vols)
+    out.update({"status": st["stack_status"], "workers": a.workers, "create_seconds": round(took, 1),
+                "external_lb": bool(a.lb)})
+    if not a.no_state:
+        write_state(out)
+    json.dump(out, sys.stdout, indent=2)
+    print()
+
+
+def listing(h, name, sid):
+    """Every resource of the stack and its members, attributes inline."""
+    r = h.req("GET", "/stacks/%s/%s/resources?nested_depth=2&with_detail=true" % (name, sid))
     if r.status_code != 200:
-        die("listing resources: HTTP %d" % r.status_code)
-    res = r.json()["resources"]
-    out = {"name": a.name, "id": sid, "status": st["stack_status"], "workers": a.workers,
-           "create_seconds": round(took, 1), "volumes": [], "ports": []}
+        die("listing resources of %s/%s: HTTP %d %s" % (name, sid, r.status_code, r.text[:300]))
+    return r.json()["resources"]
+
+
+def describe(h, name, sid, vols, res=None):
+    """What the bed needs to know of the stack: volumes and ports (stack.json)."""
+    res = res if res is not None else listing(h, name, sid)
+    out = {"name": name, "id": sid, "volumes": [], "ports": []}
     by_name = {x["resource_name"]: x for x in res if not x.get("parent_resource")}
     for res_name, dev in vols:
         v = by_name.get(res_name)
@@ -262,12 +312,150 @@ def create(h, a):
                                  "id": x["physical_resource_id"], "ip": ip,
                                  "floating_ip": fips.get(x["physical_resource_id"])})
     out["ports"].sort(key=lambda p: tuple(int(o) for o in (p["ip"] or "0.0.0.0").split(".")))
-    if not a.no_state:
-        tmp = os.path.join(RUN, "stack.json.tmp")
-        with open(tmp, "w") as f:
-            json.dump(out, f, indent=2)
-            f.write("\n")
-        os.replace(tmp, os.path.join(RUN, "stack.json"))
+    return out
+
+
+def write_state(out):
+    tmp = os.path.join(RUN, "stack.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(out, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, os.path.join(RUN, "stack.json"))
+
+
+def members(res, group):
+    """The group's members, oldest first: member resource name, its nested
+    stack id, status, server id and the addresses of its ports."""
+    out = []
+    for m in res:
+        if m.get("parent_resource") != group:   # every row of the group's nested stack is a member
+            continue
+        inner = [x for x in res if x.get("parent_resource") == m["resource_name"]]
+        srv = [x for x in inner if x["resource_type"] == "OS::Nova::Server"]
+        ports = [x for x in inner if x["resource_type"] == "OS::Neutron::Port"]
+        fips = [x for x in inner if x["resource_type"] == "OS::Neutron::FloatingIP"]
+        ip = fip = None
+        if ports:
+            ip = ((ports[0].get("attributes") or {}).get("fixed_ips") or [{}])[0].get("ip_address")
+        if fips:
+            fip = (fips[0].get("attributes") or {}).get("floating_ip_address")
+        out.append({"member": m["resource_name"], "stack_id": m["physical_resource_id"],
+                    "status": m["resource_status"], "created": m.get("creation_time"),
+                    "server_id": srv[0]["physical_resource_id"] if srv else None,
+                    "ip": ip, "floating_ip": fip})
+    out.sort(key=lambda x: (x["created"] or "", x["member"]))
+    return out
+
+
+def nested_ref(h, sid):
+    """name/id of a nested stack, from its id."""
+    st = h.stack(sid)
+    if st is None:
+        die("nested stack %s not found" % sid)
+    return "%s/%s" % (st["stack_name"], st["id"])
+
+
+VDU_OF = {"worker_instance": "workerNode", "master_instance": "masterNode"}
+
+
+def scale(h, a):
+    st = h.stack(a.name)
+    if st is None:
+        die("stack %s does not exist" % a.name)
+    name, sid = st["stack_name"], st["id"]
+    if st["stack_status"].endswith("IN_PROGRESS"):
+        die("stack %s is %s" % (name, st["stack_status"]))
+    if a.aspect not in VDU_OF:
+        die("--aspect %s: want one of %s" % (a.aspect, ", ".join(sorted(VDU_OF))))
+    res = listing(h, name, sid)
+    top = {x["resource_name"]: x for x in res if not x.get("parent_resource")}
+    grp = top.get(a.aspect)
+    if grp is None or not grp["resource_type"].endswith("AutoScalingGroup"):
+        die("stack %s has no AutoScalingGroup %s" % (name, a.aspect))
+    before = members(res, a.aspect)
+    names = [m["member"] for m in before]
+    cur, want = len(before), a.n
+    if want < 0 or want > 16:
+        die("N must be 0..16, got %d" % want)
+    for v in a.victim:
+        if v not in names:
+            die("--victim %s is not a member of %s (members: %s)" % (v, a.aspect, ", ".join(names) or "none"))
+    if len(set(a.victim)) != len(a.victim):
+        die("--victim names a member twice")
+    if a.victim and cur - want != len(a.victim):
+        die("%d victim(s) given, but %d -> %d removes %d member(s)" % (len(a.victim), cur, want, cur - want))
+    nfv = st.get("parameters", {}).get("nfv")
+    try:
+        nfv = json.loads(nfv) if isinstance(nfv, str) else nfv
+        nfv["VDU"][VDU_OF[a.aspect]]["desired_capacity"]
+    except (TypeError, KeyError, ValueError):
+        die("stack %s has no parameter nfv.VDU.%s.desired_capacity (made by an older stack-create?)"
+            % (name, VDU_OF[a.aspect]))
+    t0 = time.time()
+    end = t0 + SCALE_TIMEOUT
+    log("%s/%s: %s has %d member(s), want %d%s" % (name, sid, a.aspect, cur, want,
+        (", victims " + " ".join(a.victim)) if a.victim else ""))
+    # stack.json (the bed's view) says "scaling" until this is done: if it fails
+    # half way, bed up sees a stack of unknown shape and re-creates it
+    sj = os.path.join(RUN, "stack.json")
+    try:
+        with open(sj) as f:
+            state = json.load(f)
+    except (OSError, ValueError):
+        state = None
+    if state and state.get("id") != sid:
+        state = None
+    if state:
+        state["status"] = "SCALING"
+        write_state(state)
+    if a.victim:
+        gref = nested_ref(h, grp["physical_resource_id"])
+        for v in a.victim:
+            r = h.req("PATCH", "/stacks/%s/resources/%s" % (gref, v),
+                      json={"mark_unhealthy": True,
+                            "resource_status_reason": "scale-in victim (testbed heat.sh stack-scale)"})
+            if r.status_code not in (200, 202, 204):
+                die("marking %s unhealthy: HTTP %d %s" % (v, r.status_code, r.text[:300]))
+            log("marked %s unhealthy" % v)
+    nfv["VDU"][VDU_OF[a.aspect]]["desired_capacity"] = want
+    prev = st.get("updated_time")
+    r = h.req("PATCH", "/stacks/%s/%s" % (name, sid), json={"parameters": {"nfv": nfv}})
+    if r.status_code not in (200, 202):
+        die("PATCH stack %s (desired_capacity %d): HTTP %d %s" % (name, want, r.status_code, r.text[:300]))
+    while True:
+        if time.time() > end:
+            die("stack %s: no UPDATE_COMPLETE within %d s (HEAT_SCALE_TIMEOUT)" % (name, SCALE_TIMEOUT))
+        time.sleep(0.5)
+        cur_st = h.stack("%s/%s" % (name, sid))
+        s_ = cur_st["stack_status"]
+        if s_ == "UPDATE_FAILED":
+            die("stack %s: UPDATE_FAILED: %s" % (name, cur_st.get("stack_status_reason")))
+        if s_ == "UPDATE_COMPLETE" and cur_st.get("updated_time") != prev:
+            break
+    res = listing(h, name, sid)
+    after = members(res, a.aspect)
+    now = set(m["member"] for m in after)
+    gone = [n for n in names if n not in now]
+    if len(after) != want:
+        die("%s has %d member(s) after the update, want %d" % (a.aspect, len(after), want))
+    if a.victim and sorted(gone) != sorted(a.victim):
+        die("Heat removed %s, not the victims %s" % (", ".join(gone) or "nothing", ", ".join(a.victim)))
+    for m in after:
+        m["new"] = m["member"] not in names
+    took = time.time() - t0
+    out = {"stack": "%s/%s" % (name, sid), "group": a.aspect, "members": after,
+           "added": [m["member"] for m in after if m["new"]], "removed": gone, "seconds": round(took, 1)}
+    log("%s: %d -> %d member(s) in %.1fs; added %s; removed %s" % (
+        a.aspect, cur, want, took, " ".join(out["added"]) or "-", " ".join(gone) or "-"))
+    if state:
+        vols = [(v["resource"], v["device"]) for v in state.get("volumes", [])]
+        state.update(describe(h, name, sid, vols, res))
+        state["status"] = "UPDATE_COMPLETE"
+        if a.aspect == "worker_instance":
+            state["workers"] = want
+        state.setdefault("scaled", []).append({"group": a.aspect, "from": cur, "to": want,
+                                              "added": out["added"], "removed": gone})
+        write_state(state)
     json.dump(out, sys.stdout, indent=2)
     print()
 
@@ -284,13 +472,23 @@ def main():
     c.add_argument("--no-state", action="store_true", help="do not write stack.json")
     c.add_argument("--networks", default="net_master,net_worker,net_storage",
                    type=lambda v: v.split(","), help="network names of the master, worker and storage CPs")
+    c.add_argument("--lb", metavar="NETWORK", help="add the external load balancer server "
+                   "externalLB and its port externalLB_CP on NETWORK")
     d = sub.add_parser("delete")
     d.add_argument("name")
+    sc = sub.add_parser("scale")
+    sc.add_argument("name")
+    sc.add_argument("n", type=int)
+    sc.add_argument("--victim", action="append", default=[], metavar="MEMBER",
+                    help="member resource name to remove (scale-in), as Tacker names them")
+    sc.add_argument("--aspect", default="worker_instance", help="the AutoScalingGroup (default worker_instance)")
     a = p.parse_args()
     try:
         h = Heat()
         if a.cmd == "create":
             create(h, a)
+        elif a.cmd == "scale":
+            scale(h, a)
         else:
             delete(h, a.name)
     except ksexc.ClientException as e:
