@@ -13,7 +13,18 @@
 #     writes a file through it with nfs-cp; storage reads each file back
 #  6. a PersistentVolume created with kubectl on master-0 goes Available
 #     (skipped, and counted as failed, when the bed has no Kubernetes)
+#  7. the external load balancer host lb runs haproxy (socat installed) and the
+#     Heat stack has its port externalLB_CP at lb's address
+#  8. the kubespray stand-in on the ansible host (/opt/kubespray): ansible-playbook
+#     --syntax-check of its five playbooks; facts.yml, scale.yml --limit=<spare
+#     worker> and remove-node.yml run as heatsible runs them (YAML inventory whose
+#     passwords are {{ heatsible_secrets.* }}, -e @secrets, from the root) and
+#     write records with the root's ansible.cfg (timeout 37), the limit and the
+#     extra vars; scale.yml registers the spare's Node object, remove-node.yml
+#     refuses without node / without skip_confirmation and then deletes it
+#     (the smoke's records and Node object are removed afterwards)
 #
+# Checks 1 and 2 include the spare workers (SPARE_WORKERS) and lb.
 # Everything it changes on the hosts is undone at the end; a running nfs-ganesha
 # (configured by heatsible) keeps its config and exports (the smoke export is
 # added and removed over D-Bus); the bed's volumes are never written.
@@ -34,8 +45,12 @@ set +a
 USER_=$BED_USER
 export SSHPASS=$BED_PASSWORD
 STORAGE=10.231.0.11 MASTER=10.231.0.12 ANSIBLE=10.231.0.10
-WORKERS=()
+WORKERS=() SPARES=() LBS=()
 for ((i = 0; i < BED_WORKERS; i++)); do WORKERS+=("worker-$i"); done
+for ((i = BED_WORKERS; i < BED_WORKERS + ${BED_SPARE_WORKERS:-0}; i++)); do SPARES+=("worker-$i"); done
+[ -n "${BED_LB:-}" ] && LBS=("$BED_LB")
+LB_IP=10.231.0.13
+KS=${BED_KUBESPRAY_ROOT:-/opt/kubespray}
 EXPORT=/srv/bed-smoke/nfs
 EXPORT_ID=9977
 TAG=smoke-$$-$(date +%s)
@@ -53,8 +68,8 @@ bssh() {
 }
 
 fip_of() { echo "10.231.1.$((20 + ${1#worker-}))"; }
-ip_of()  { case $1 in ansible) echo $ANSIBLE ;; storage) echo $STORAGE ;; master-0) echo $MASTER ;; worker-*) echo "10.231.0.$((20 + ${1#worker-}))" ;; esac; }
-ALL=(ansible storage master-0 "${WORKERS[@]}")
+ip_of()  { case $1 in ansible) echo $ANSIBLE ;; storage) echo $STORAGE ;; master-0) echo $MASTER ;; lb) echo $LB_IP ;; worker-*) echo "10.231.0.$((20 + ${1#worker-}))" ;; esac; }
+ALL=(ansible storage master-0 "${LBS[@]}" "${WORKERS[@]}" "${SPARES[@]}")
 
 # ---------------------------------------------------------------- 1. ssh from the machine
 # parallel checks write "PASS ..."/"FAIL ..." into $RES/<n>; collect() counts them in order
@@ -214,6 +229,113 @@ elif out=$(printf '%s\n' "$manifest" | bssh $MASTER "set -e; kubectl apply -f - 
 else
   bad "master-0: PV $pv: $out"
   bssh $MASTER "kubectl delete pv $pv --ignore-not-found --wait=false" >/dev/null 2>&1 || true
+fi
+
+# ---------------------------------------------------------------- 7. the external load balancer
+if [ ${#LBS[@]} -gt 0 ]; then
+  if out=$(bssh $LB_IP 'systemctl is-active haproxy; /usr/sbin/haproxy -v | head -1; command -v socat' 2>&1) \
+     && [ "$(head -1 <<< "$out")" = active ] && grep -q '^HAProxy version' <<< "$out" && grep -q socat <<< "$out"; then
+    ok "lb ($LB_IP): haproxy running ($(sed -n 2p <<< "$out" | cut -d' ' -f1-3)), socat installed"
+  else
+    bad "lb ($LB_IP): haproxy/socat: $out"
+  fi
+  sj=$RUN/heat/stack.json
+  if [ ! -s "$sj" ]; then
+    info "no Heat stack.json: externalLB_CP not checked"
+  elif [ "$(jq -r '.ports[] | select(.resource == "externalLB_CP") | .ip' "$sj")" = $LB_IP ]; then
+    ok "heat: stack $(jq -r .name "$sj") has externalLB_CP at $LB_IP"
+  else
+    bad "heat: stack.json has no port externalLB_CP at $LB_IP"
+  fi
+else
+  info "no external load balancer (EXTERNAL_LB=0)"
+fi
+
+# ---------------------------------------------------------------- 8. the kubespray stand-in
+# On the ansible host, as the bed user, from the stand-in's root, with an inventory
+# shaped like the one heatsible writes (passwords only through -e @secrets).
+spare=${SPARES[0]:-}
+ks_inv() {
+  local h
+  echo "all:"; echo "  hosts:"
+  echo "    master-0: {ansible_host: $MASTER, ansible_user: $USER_}"
+  for h in "${WORKERS[@]}" "${SPARES[@]}"; do echo "    $h: {ansible_host: $(fip_of "$h"), ansible_user: $USER_}"; done
+  echo "  vars:"
+  echo "    ansible_password: '{{ heatsible_secrets.smoke_password }}'"
+  echo "    ansible_become_password: '{{ heatsible_secrets.smoke_password }}'"
+  echo "    ansible_python_interpreter: /usr/bin/python3"
+  echo "  children:"
+  echo "    kube_control_plane: {hosts: {master-0: {}}}"
+  echo "    etcd: {hosts: {master-0: {}}}"
+  printf '    kube_node: {hosts: {'; for h in "${WORKERS[@]}" "${SPARES[@]}"; do printf '%s: {}, ' "$h"; done | sed 's/, $//'; echo '}}'
+  echo "    calico_rr: {hosts: {}}"
+  echo "    k8s_cluster: {children: {kube_control_plane: {}, kube_node: {}, calico_rr: {}}}"
+}
+# ks PLAYBOOK ARGS...: run it; prints its failures and recap, "rc=N" and the newest record (JSON, one line)
+ks() {
+  bssh $ANSIBLE "cd $KS && ansible-playbook -i $KSD/hosts.yaml -e @$KSD/secrets.yaml $* 2>&1 | grep -E 'FAILED!|UNREACHABLE!|ERROR|: ok='; echo rc=\${PIPESTATUS[0]}
+    f=\$(ls -1 records | grep -E '^[0-9]+-.*[.]json\$' | sort -n | tail -1); [ -n \"\$f\" ] && python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))))' records/\$f" 2>&1
+}
+rc_of() { sed -n 's/^rc=//p' <<< "$1" | tail -1; }
+rec_of() { tail -1 <<< "$1"; }
+if ! bssh $ANSIBLE "test -f $KS/ansible.cfg -a -w $KS/records"; then
+  bad "kubespray stand-in: no $KS/ansible.cfg or $KS/records not writable by $USER_ on the ansible host"
+elif [ -z "$spare" ]; then
+  info "no spare worker (SPARE_WORKERS=0): kubespray stand-in not checked"
+else
+  t0=$(date +%s)
+  KSD=$(printf 'heatsible_secrets: {smoke_password: "%s"}\n' "$BED_PASSWORD" | base64 -w0 | bssh $ANSIBLE "set -e; umask 077
+    d=\$(mktemp -d $KS/inventory/smoke-XXXXXX); base64 -d > \$d/secrets.yaml; echo $(ks_inv | base64 -w0) | base64 -d > \$d/hosts.yaml
+    ls -1 $KS/records | grep -E '^[0-9]+-.*[.]json\$' | sort -n | tail -1 | sed 's/-.*//' > \$d/first; echo \$d")
+  ks_cleanup() { # the smoke's records (seq above the one noted), its inventory, its Node object
+    bssh $ANSIBLE "cd $KS/records && first=\$(cat $KSD/first 2>/dev/null); for f in [0-9]*-*.json; do
+        [ -f \"\$f\" ] && [ \$((10#\${f%%-*})) -gt \$((10#\${first:-0})) ] && rm -f \"\$f\"; done; rm -rf $KSD" >/dev/null 2>&1 || true
+    bssh $MASTER "kubectl delete node $spare --ignore-not-found" >/dev/null 2>&1 || true
+  }
+  if out=$(bssh $ANSIBLE "cd $KS && ansible-playbook --syntax-check -i $KSD/hosts.yaml cluster.yml facts.yml scale.yml remove-node.yml reset.yml" 2>&1); then
+    ok "kubespray stand-in: ansible-playbook --syntax-check of cluster.yml facts.yml scale.yml remove-node.yml reset.yml in $KS"
+  else
+    bad "kubespray stand-in: --syntax-check: $(tail -5 <<< "$out")"
+  fi
+  out=$(ks facts.yml)
+  if [ "$(rc_of "$out")" = 0 ] && jq -e --arg ks "$KS" --argjson n $(( 1 + ${#WORKERS[@]} + ${#SPARES[@]} )) '
+       .playbook == "facts.yml" and .config_timeout == 37 and .config_file == ($ks + "/ansible.cfg") and .cwd == $ks
+       and .ansible_limit == null and (.play_hosts | length) == $n and .groups.kube_control_plane == ["master-0"]
+       and .hosts["master-0"].ansible_host != null and (tostring | contains("smoke_password") | not)' <<< "$(rec_of "$out")" >/dev/null; then
+    ok "kubespray stand-in: facts.yml reached every host; record $(jq -r '"\(.seq)-facts.json: cwd \(.cwd), timeout \(.config_timeout)"' <<< "$(rec_of "$out")")"
+  else
+    bad "kubespray stand-in: facts.yml: $out"
+  fi
+  out=$(ks scale.yml --limit="$spare")
+  if [ "$(rc_of "$out")" = 0 ] && jq -e --arg s "$spare" '.playbook == "scale.yml" and .ansible_limit == $s and .play_hosts == [$s]' \
+       <<< "$(rec_of "$out")" >/dev/null \
+     && [ "$(bssh $MASTER "kubectl get node $spare -o jsonpath='{.metadata.labels.heatsible\.test/stand-in}'" 2>&1)" = kubespray ]; then
+    ok "kubespray stand-in: scale.yml --limit=$spare recorded the limit and registered Node $spare (label heatsible.test/stand-in=kubespray)"
+  else
+    bad "kubespray stand-in: scale.yml --limit=$spare: $out"
+  fi
+  out=$(ks remove-node.yml)
+  if [ "$(rc_of "$out")" != 0 ] && grep -q 'no node given' <<< "$out" && jq -e '.extra_vars.node == null' <<< "$(rec_of "$out")" >/dev/null; then
+    ok "kubespray stand-in: remove-node.yml without -e node fails (\"no node given\")"
+  else
+    bad "kubespray stand-in: remove-node.yml without node: $out"
+  fi
+  out=$(ks remove-node.yml -e node="$spare")
+  if [ "$(rc_of "$out")" != 0 ] && grep -q 'would prompt' <<< "$out"; then
+    ok "kubespray stand-in: remove-node.yml without skip_confirmation fails (\"would prompt\")"
+  else
+    bad "kubespray stand-in: remove-node.yml without skip_confirmation: $out"
+  fi
+  out=$(ks remove-node.yml -e node="$spare" -e skip_confirmation=true -e reset_nodes=false)
+  if [ "$(rc_of "$out")" = 0 ] && jq -e --arg s "$spare" '.extra_vars == {node: $s, skip_confirmation: "true", reset_nodes: "false", allow_ungraceful_removal: null}' \
+       <<< "$(rec_of "$out")" >/dev/null \
+     && [ -z "$(bssh $MASTER "kubectl get node $spare --ignore-not-found -o name" 2>&1)" ] \
+     && ! bssh "$(fip_of "$spare")" 'test -e /var/lib/kubespray-stand-in/reset' 2>/dev/null; then
+    ok "kubespray stand-in: remove-node.yml -e node=$spare -e skip_confirmation=true -e reset_nodes=false deleted Node $spare, left the host alone ($(( $(date +%s) - t0 ))s for check 8)"
+  else
+    bad "kubespray stand-in: remove-node.yml -e node=$spare: $out"
+  fi
+  ks_cleanup
 fi
 
 echo "$passed passed, $failed failed"
