@@ -5,8 +5,10 @@
 # 1 master.
 #
 # For each N:
-#   1. reshape the bed: WORKERS=N STACK_WORKERS=N testbed/bin/bed up (the Heat
-#      stack gets exactly N workers), and check that heatsible discovers N;
+#   1. reshape the bed: WORKERS=N SPARE_WORKERS=0 EXTERNAL_LB=0 testbed/bin/bed up
+#      (the Heat stack has exactly the N workers; no spare worker host, no LB
+#      host: hosts that are not in the cluster would only add load), and check
+#      that heatsible discovers N workers;
 #   2. bench/reset.sh (volume blank, ganesha off, PVs gone, SSH masters closed;
 #      see its header), then time bench/baseline.sh;
 #   3. bench/reset.sh again, then time heatsible's first run, as the e2e tests
@@ -55,14 +57,14 @@ bedenv() { set -a; . "$RUN/env"; set +a; mapfile -t OSENV < <(env | grep -E '^OS
 
 # heatsible LOGNAME: one instantiate-end; prints "seconds changed failed unreachable exit"
 heatsible_run() {
-  local name=$1 t rc=0 state; state=$(mktemp -d)
+  local name=$1 t rc=0 state=$LOGS/state-$1   # the run record (run.log: every event, timed) stays with the logs
+  mkdir -p "$state"
   t=$(now)
   env -i PATH="$PATH" HOME="$HOME" HEATSIBLE_STATE_DIR="$state" "${OSENV[@]}" \
     "$HEATSIBLE" -o json -v run instantiate-end --request "$RUN/request.json" --package "$RUN/package" \
     --stack "$HEATSIBLE_STACK" --known-hosts "$RUN/known_hosts" "${EXTRA[@]}" \
     > "$LOGS/$name.json" 2> "$LOGS/$name.log" || rc=$?
   local secs; secs=$(since "$t")
-  rm -rf "$state"
   jq -r --arg s "$secs" --arg rc "$rc" \
     '"\($s) \(.changed // -1) \([.recap[]?.failed] | add // 0) \([.recap[]?.unreachable] | add // 0) \($rc)"' \
     "$LOGS/$name.json" 2>/dev/null || echo "$secs -1 -1 -1 $rc"
@@ -70,9 +72,9 @@ heatsible_run() {
 
 rows=()
 for N in $SIZES; do
-  log "N=$N: reshaping the bed (WORKERS=$N STACK_WORKERS=$N VOLUMES=$VOLS)"
+  log "N=$N: reshaping the bed (WORKERS=$N SPARE_WORKERS=0 EXTERNAL_LB=0 VOLUMES=$VOLS)"
   t=$(now)
-  WORKERS=$N STACK_WORKERS=$N VOLUMES=$VOLS "$BED" up > "$LOGS/bed-up-$N.log" 2>&1 ||
+  WORKERS=$N SPARE_WORKERS=0 EXTERNAL_LB=0 VOLUMES=$VOLS "$BED" up > "$LOGS/bed-up-$N.log" 2>&1 ||
     { echo "bench: bed up failed, see $LOGS/bed-up-$N.log" >&2; tail -5 "$LOGS/bed-up-$N.log" >&2; exit 1; }
   log "N=$N: bed up in $(since "$t") s"
   bedenv
