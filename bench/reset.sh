@@ -14,8 +14,11 @@
 #   ansible:  Ansible's persisted SSH masters closed (ssh -O exit on each
 #             control socket), so the next run opens its own connections;
 #   masters and workers: with BENCH_PURGE_CLIENT=1, nfs-common purged (the
-#             base image has it; without it nfs_client only checks). The
-#             reinstall then goes through the bed's apt-cacher-ng.
+#             base image has it; without it nfs_client only checks), and the
+#             apt index declared fresh (update-success-stamp touched) so that
+#             neither heatsible nor the baseline runs apt-get update, which
+#             would reach the Debian mirror through the bed's apt-cacher-ng:
+#             both then install the one .deb from the proxy's cache.
 #
 # Recreating the hosts (bed down/up) would do the same and more slowly; the
 # host keys, users and base image stay as they are here.
@@ -74,7 +77,8 @@ rm -f "$RUN/.bench-reset.sh"
 if [ "${BENCH_PURGE_CLIENT:-0}" = 1 ]; then
   pids=()
   for h in master-0 $(for ((i = 0; i < BED_WORKERS; i++)); do echo "worker-$i"; done); do
-    "$BED" exec "$h" -- sh -c 'DEBIAN_FRONTEND=noninteractive apt-get purge -y -q nfs-common >/dev/null 2>&1 || true' &
+    "$BED" exec "$h" -- sh -c 'DEBIAN_FRONTEND=noninteractive apt-get purge -y -q nfs-common >/dev/null 2>&1 || true
+      mkdir -p /var/lib/apt/periodic && touch /var/lib/apt/periodic/update-success-stamp' &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done
