@@ -1,0 +1,405 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The tests in this file run heatsible with the bed's request-kubespray.json:
+// kubespray_root_path is the kubespray STAND-IN on the bed's Ansible host
+// (testbed/kubespray, docs/testbed.md), not kubespray, which cannot run here
+// (it downloads from the internet). The stand-ins record how heatsible called
+// them (playbook, working directory and ansible.cfg, inventory, --limit, extra
+// vars) and act as kubespray does on the Node objects; the tests assert on
+// those records. Everything else is real: Heat scales the stack, the nodes
+// get the NFS client over SSH, kubectl drains on the real API server, the
+// external load balancer's script runs haproxy on the bed's lb host.
+
+// ksRecord is one record of a stand-in playbook run.
+type ksRecord struct {
+	Seq           int                 `json:"seq"`
+	Playbook      string              `json:"playbook"`
+	Cwd           string              `json:"cwd"`
+	ConfigTimeout any                 `json:"config_timeout"`
+	Limit         *string             `json:"ansible_limit"`
+	Sources       []string            `json:"ansible_inventory_sources"`
+	Groups        map[string][]string `json:"groups"`
+	ExtraVars     map[string]any      `json:"extra_vars"`
+}
+
+// ksRecords returns the stand-in's records with a sequence number above after.
+func (b *bed) ksRecords(t *testing.T, after int) []ksRecord {
+	t.Helper()
+	dir := b.env["BED_KUBESPRAY_ROOT"] + "/records"
+	out := b.exec(t, "ansible", "sh", "-c", "for f in "+dir+"/[0-9]*.json; do [ -f \"$f\" ] && cat \"$f\"; done; true")
+	var recs []ksRecord
+	dec := json.NewDecoder(strings.NewReader(out))
+	for {
+		var r ksRecord
+		if err := dec.Decode(&r); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("stand-in records: %v\n%s", err, out)
+		}
+		if r.Seq > after {
+			recs = append(recs, r)
+		}
+	}
+	slices.SortFunc(recs, func(a, b ksRecord) int { return a.Seq - b.Seq })
+	return recs
+}
+
+func lastSeq(recs []ksRecord) int {
+	if len(recs) == 0 {
+		return 0
+	}
+	return recs[len(recs)-1].Seq
+}
+
+func playbooksOf(recs []ksRecord) string {
+	var out []string
+	for _, r := range recs {
+		l := "-"
+		if r.Limit != nil {
+			l = *r.Limit
+		}
+		out = append(out, r.Playbook+"("+l+")")
+	}
+	return strings.Join(out, " ")
+}
+
+// ksRun runs "heatsible -o json -v run OP" with request-kubespray.json,
+// keeping its records in state; it fails the test on a non-zero exit.
+func (b *bed) ksRun(t *testing.T, state, op string, extra ...string) (runResult, string) {
+	t.Helper()
+	args := []string{"-o", "json", "-v", "run", op,
+		"--request", filepath.Join(b.dir, "request-kubespray.json"),
+		"--package", filepath.Join(b.dir, "package"),
+		"--stack", b.env["HEATSIBLE_STACK"],
+		"--known-hosts", filepath.Join(b.dir, "known_hosts")}
+	cmd := b.command(t, state, append(args, extra...)...)
+	var o, e strings.Builder
+	cmd.Stdout, cmd.Stderr = &o, &e
+	start := time.Now()
+	err := cmd.Run()
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("heatsible run %s %s: %v after %s\n%s", op, strings.Join(extra, " "), err, took.Round(time.Millisecond), tail(e.String(), 60))
+	}
+	r := parseRun(t, o.String())
+	var recap []string
+	for h, x := range r.Recap {
+		recap = append(recap, fmt.Sprintf("%s ok=%d changed=%d failed=%d", h, x.OK, x.Changed, x.Failed))
+	}
+	slices.Sort(recap)
+	t.Logf("run %s %s: exit %d in %s; recap: %s", op, strings.Join(extra, " "), r.ExitCode, took.Round(time.Millisecond), strings.Join(recap, "; "))
+	return r, e.String()
+}
+
+// topoNode is a node of "heatsible topology -o json".
+type topoNode struct {
+	Name          string `json:"name"`
+	Role          string `json:"role"`
+	Address       string `json:"address"`
+	ServerID      string `json:"server_id"`
+	Member        string `json:"member"`
+	MemberStackID string `json:"member_stack_id"`
+}
+
+// topology reads the cluster from Heat, as heatsible sees it.
+func (b *bed) topology(t *testing.T) []topoNode {
+	t.Helper()
+	code, out, errs, _ := b.heatsible(t, "-o", "json", "topology", "--request", filepath.Join(b.dir, "request-kubespray.json"), "--stack", b.env["HEATSIBLE_STACK"])
+	if code != 0 {
+		t.Fatalf("heatsible topology: exit %d\n%s", code, errs)
+	}
+	var doc struct {
+		Nodes []topoNode `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("topology JSON: %v\n%s", err, out)
+	}
+	return doc.Nodes
+}
+
+func nodeByAddress(nodes []topoNode, addr string) (topoNode, bool) {
+	for _, n := range nodes {
+		if n.Address == addr {
+			return n, true
+		}
+	}
+	return topoNode{}, false
+}
+
+func workersOf(nodes []topoNode) []string {
+	var out []string
+	for _, n := range nodes {
+		if n.Role == "worker" {
+			out = append(out, n.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// stackScale resizes the bed stack's worker group the way Tacker does
+// (victims marked unhealthy first).
+func (b *bed) stackScale(t *testing.T, n int, victims ...string) {
+	t.Helper()
+	args := []string{"stack-scale", b.env["HEATSIBLE_STACK"], fmt.Sprint(n)}
+	for _, v := range victims {
+		args = append(args, "--victim", v)
+	}
+	cmd := exec.Command(filepath.Join(b.root, "testbed", "heat", "heat.sh"), args...)
+	cmd.Env = append(os.Environ(), "HEAT_RUN="+filepath.Join(b.dir, "heat"))
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("heat.sh %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	t.Logf("heat.sh %s: %s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
+}
+
+// nodeExists reports whether Kubernetes has the Node.
+func (b *bed) nodeExists(t *testing.T, name string) bool {
+	t.Helper()
+	out := b.kubectl(t, "get", "nodes", "-o", "name")
+	return slices.Contains(strings.Fields(out), "node/"+name)
+}
+
+// ksInventory is the inventory heatsible wrote for kubespray.
+func (b *bed) ksInventory(t *testing.T) string {
+	t.Helper()
+	return b.exec(t, "ansible", "cat", b.env["BED_KUBESPRAY_ROOT"]+"/inventory/heatsible/hosts.yaml")
+}
+
+func (b *bed) lbRoutes(t *testing.T) string {
+	t.Helper()
+	if b.env["BED_LB"] == "" {
+		return ""
+	}
+	return b.exec(t, b.env["BED_LB"], "/usr/local/lib/heatsible/external_lb.sh", "list-routes")
+}
+
+// bedHostAt is the bed host (worker-I) with the internal address addr.
+func bedHostAt(t *testing.T, addr string) string {
+	t.Helper()
+	var a, b2, c, d int
+	if _, err := fmt.Sscanf(addr, "%d.%d.%d.%d", &a, &b2, &c, &d); err != nil || d < 20 || d > 35 {
+		t.Fatalf("%s is not a bed worker's address", addr)
+	}
+	return fmt.Sprintf("worker-%d", d-20)
+}
+
+// nfsClient reports whether host has the NFS client (package and helper).
+func (b *bed) nfsClient(host string) bool {
+	_, err := b.try(host, "sh", "-c", "dpkg-query -W -f='${Status}' nfs-common | grep -q 'install ok installed' && test -x /sbin/mount.nfs")
+	return err == nil
+}
+
+// removeNFSClient makes host look like a fresh VM without the NFS client.
+func (b *bed) removeNFSClient(t *testing.T, host string) {
+	t.Helper()
+	b.exec(t, host, "sh", "-c", "DEBIAN_FRONTEND=noninteractive apt-get -y -q purge nfs-kernel-server nfs-common >/dev/null 2>&1; ! dpkg-query -W -f='${Status}' nfs-common 2>/dev/null | grep -q 'install ok installed'")
+}
+
+// drained reports whether the run recorded in state drained on the first
+// master: the k8s_node drain task changed something (cordoned the node).
+func drained(t *testing.T, state, op string) bool {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(state, "runs", "*", "*-"+op, "run.log"))
+	if len(logs) == 0 {
+		t.Fatalf("no run record for %s under %s", op, state)
+	}
+	slices.Sort(logs)
+	f, err := os.Open(logs[len(logs)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var l struct{ Task, Status string }
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			continue
+		}
+		if strings.HasSuffix(l.Task, "Drain the nodes") && l.Status == "changed" {
+			return true
+		}
+	}
+	return false
+}
+
+// TestKubesprayStandInScaleAndHeal: with the kubespray stand-in and the
+// external load balancer, instantiate-end runs cluster.yml from the
+// kubespray root; a worker Heat adds is scaled out (inventory, facts.yml,
+// scale.yml --limit, NFS client, LB route), then scaled in (LB route gone,
+// drained, remove-node.yml without a prompt, inventory without it) and Heat
+// removes it; then a worker is healed (drained and removed, then re-added
+// with its NFS client reinstalled).
+func TestKubesprayStandInScaleAndHeal(t *testing.T) {
+	b := needBed(t)
+	for _, k := range []string{"BED_KUBESPRAY_ROOT", "BED_SPARE_WORKER", "BED_SPARE_WORKER_IP"} {
+		if b.env[k] == "" {
+			t.Fatalf("the bed has no %s (testbed/run/env): it needs the kubespray stand-in and a spare worker (docs/testbed.md)", k)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(b.dir, "request-kubespray.json")); err != nil {
+		t.Fatal(err)
+	}
+	ks := b.env["BED_KUBESPRAY_ROOT"]
+	state := t.TempDir()
+	seq := lastSeq(b.ksRecords(t, 0))
+
+	// 1. instantiate-end: cluster.yml from the kubespray root.
+	start := b.topology(t)
+	workers := workersOf(start)
+	b.ksRun(t, state, "instantiate-end")
+	recs := b.ksRecords(t, seq)
+	seq = lastSeq(recs)
+	if got := playbooksOf(recs); got != "cluster.yml(-)" {
+		t.Fatalf("instantiate-end ran the stand-in's %s, want cluster.yml once, without --limit", got)
+	}
+	r := recs[0]
+	if r.Cwd != ks || fmt.Sprint(r.ConfigTimeout) != "37" {
+		t.Errorf("cluster.yml ran in %q with timeout %v: want %s and its ansible.cfg (timeout 37)", r.Cwd, r.ConfigTimeout, ks)
+	}
+	if want := ks + "/inventory/heatsible/hosts.yaml"; !slices.Contains(r.Sources, want) {
+		t.Errorf("inventory sources %q, want %s", r.Sources, want)
+	}
+	if got := r.Groups["kube_node"]; !slices.Equal(got, workers) {
+		t.Errorf("kube_node %q, want the stack's workers %q", got, workers)
+	}
+	if len(r.Groups["nfs_server"]) > 0 || len(r.Groups["external_lb"]) > 0 {
+		t.Errorf("kubespray's inventory has heatsible's groups: %v", r.Groups)
+	}
+	for _, w := range workers {
+		if !b.nodeExists(t, w) {
+			t.Errorf("node %s not registered after cluster.yml", w)
+		}
+		if lb := b.lbRoutes(t); b.env["BED_LB"] != "" && !strings.Contains(lb, w) {
+			t.Errorf("the load balancer has no route to %s:\n%s", w, lb)
+		}
+	}
+
+	// 2. Scale out: Heat adds a member, which gets the spare worker's
+	// address; heatsible is told its nested stack id, as Tacker does.
+	spare, spareIP := b.env["BED_SPARE_WORKER"], b.env["BED_SPARE_WORKER_IP"]
+	b.removeNFSClient(t, spare)
+	b.stackScale(t, len(workers)+1)
+	t.Cleanup(func() {
+		// Leave the stack as the bed made it, whatever happened.
+		nodes := b.topology(t)
+		if n, ok := nodeByAddress(nodes, spareIP); ok {
+			b.stackScale(t, len(workers), n.Member)
+		}
+	})
+	n, ok := nodeByAddress(b.topology(t), spareIP)
+	if !ok || n.MemberStackID == "" || n.Member == "" {
+		t.Fatalf("after the scale-out Heat has no member at %s (or no member ids): %+v", spareIP, n)
+	}
+	newNode := n.Name
+	b.ksRun(t, state, "scale-end", "--nodes", n.MemberStackID)
+	recs = b.ksRecords(t, seq)
+	seq = lastSeq(recs)
+	if got, want := playbooksOf(recs), "facts.yml(-) scale.yml("+newNode+")"; got != want {
+		t.Errorf("scale-end ran the stand-in's %s, want %s", got, want)
+	}
+	for _, r := range recs {
+		if !slices.Contains(r.Groups["kube_node"], newNode) {
+			t.Errorf("%s's inventory lacks the new node %s: %v", r.Playbook, newNode, r.Groups["kube_node"])
+		}
+	}
+	if !strings.Contains(b.ksInventory(t), newNode+":") {
+		t.Errorf("the inventory on the Ansible host lacks %s", newNode)
+	}
+	if !b.nfsClient(spare) {
+		t.Errorf("the new node %s (%s) has no NFS client after scale-end", newNode, spare)
+	}
+	if !b.nodeExists(t, newNode) {
+		t.Errorf("node %s not registered after scale.yml", newNode)
+	}
+	if lb := b.lbRoutes(t); b.env["BED_LB"] != "" && !strings.Contains(lb, newNode) {
+		t.Errorf("no load-balancer route to %s after scale-end:\n%s", newNode, lb)
+	}
+
+	// 3. Scale in the same worker, named by its member resource name as
+	// Tacker names victims; then Heat removes it.
+	b.ksRun(t, state, "scale-start", "--nodes", n.Member)
+	if !drained(t, state, "scale-start") {
+		t.Errorf("scale-start did not drain %s (no changed drain task in its run.log)", newNode)
+	}
+	recs = b.ksRecords(t, seq)
+	seq = lastSeq(recs)
+	if got := playbooksOf(recs); got != "remove-node.yml(-)" {
+		t.Fatalf("scale-start ran the stand-in's %s, want remove-node.yml", got)
+	}
+	if ev := recs[0].ExtraVars; fmt.Sprint(ev["node"]) != newNode || fmt.Sprint(ev["skip_confirmation"]) != "true" {
+		t.Errorf("remove-node.yml got %v, want node=%s skip_confirmation=true", ev, newNode)
+	}
+	if b.nodeExists(t, newNode) {
+		t.Errorf("node %s still in Kubernetes after scale-start", newNode)
+	}
+	if strings.Contains(b.ksInventory(t), newNode+":") {
+		t.Errorf("the inventory on the Ansible host still has %s", newNode)
+	}
+	if lb := b.lbRoutes(t); strings.Contains(lb, newNode) {
+		t.Errorf("the load balancer still routes to %s:\n%s", newNode, lb)
+	}
+	b.stackScale(t, len(workers), n.Member)
+	if _, ok := nodeByAddress(b.topology(t), spareIP); ok {
+		t.Fatalf("Heat still has the member at %s after the scale-in", spareIP)
+	}
+
+	// 4. Heal a worker: heal-start by node name, heal-end by the server id
+	// (VNFC resource id) as Heat reports it.
+	var victim topoNode
+	for _, x := range b.topology(t) {
+		if x.Role == "worker" {
+			victim = x
+			break
+		}
+	}
+	host := bedHostAt(t, victim.Address)
+	b.ksRun(t, state, "heal-start", "--node", victim.Name)
+	if !drained(t, state, "heal-start") {
+		t.Errorf("heal-start did not drain %s", victim.Name)
+	}
+	recs = b.ksRecords(t, seq)
+	seq = lastSeq(recs)
+	if got := playbooksOf(recs); got != "remove-node.yml(-)" {
+		t.Fatalf("heal-start ran the stand-in's %s, want remove-node.yml", got)
+	}
+	if ev := recs[0].ExtraVars; fmt.Sprint(ev["node"]) != victim.Name || fmt.Sprint(ev["reset_nodes"]) != "false" || fmt.Sprint(ev["skip_confirmation"]) != "true" {
+		t.Errorf("remove-node.yml got %v, want node=%s reset_nodes=false skip_confirmation=true", ev, victim.Name)
+	}
+	if b.nodeExists(t, victim.Name) {
+		t.Errorf("node %s still in Kubernetes after heal-start", victim.Name)
+	}
+	// The replaced VM comes without the NFS client.
+	b.removeNFSClient(t, host)
+	b.ksRun(t, state, "heal-end", "--vnfc-resource-id", victim.ServerID)
+	recs = b.ksRecords(t, seq)
+	if got, want := playbooksOf(recs), "facts.yml(-) scale.yml("+victim.Name+")"; got != want {
+		t.Errorf("heal-end ran the stand-in's %s, want %s", got, want)
+	}
+	if !b.nfsClient(host) {
+		t.Errorf("the NFS client was not reinstalled on %s (%s)", victim.Name, host)
+	}
+	if !b.nodeExists(t, victim.Name) {
+		t.Errorf("node %s not back in Kubernetes after heal-end", victim.Name)
+	}
+	if lb := b.lbRoutes(t); b.env["BED_LB"] != "" && !strings.Contains(lb, victim.Name) {
+		t.Errorf("no load-balancer route to %s after heal-end:\n%s", victim.Name, lb)
+	}
+}
