@@ -402,4 +402,15 @@ func TestKubesprayStandInScaleAndHeal(t *testing.T) {
 	if lb := b.lbRoutes(t); b.env["BED_LB"] != "" && !strings.Contains(lb, victim.Name) {
 		t.Errorf("no load-balancer route to %s after heal-end:\n%s", victim.Name, lb)
 	}
+
+	// 5. terminate-end: the inventory heatsible wrote goes from the Ansible
+	// host (the stand-in's own files stay), no staging directory is left.
+	b.ksRun(t, state, "terminate-end")
+	if out, err := b.try("ansible", "test", "-e", ks+"/inventory/heatsible/hosts.yaml"); err == nil {
+		t.Errorf("terminate-end left the kubespray inventory on the Ansible host: %s", out)
+	}
+	b.exec(t, "ansible", "test", "-f", ks+"/cluster.yml")
+	if left := b.exec(t, "ansible", "sh", "-c", "ls -d /home/*/.heatsible/runs/heatsible-* /tmp/heatsible-* 2>/dev/null; true"); strings.TrimSpace(left) != "" {
+		t.Errorf("staging directories left on the Ansible host after terminate-end:\n%s", left)
+	}
 }
