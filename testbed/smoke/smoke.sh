@@ -326,11 +326,14 @@ else
   else
     bad "kubespray stand-in: remove-node.yml without skip_confirmation: $out"
   fi
+  # reset_nodes=false: the stand-in's reset mark on the spare (maybe left by an earlier run) must not change
+  mark() { bssh "$(fip_of "$spare")" 'stat -c %y /var/lib/kubespray-stand-in/reset 2>/dev/null || echo none' 2>&1; }
+  mark0=$(mark)
   out=$(ks remove-node.yml -e node="$spare" -e skip_confirmation=true -e reset_nodes=false)
   if [ "$(rc_of "$out")" = 0 ] && jq -e --arg s "$spare" '.extra_vars == {node: $s, skip_confirmation: "true", reset_nodes: "false", allow_ungraceful_removal: null}' \
        <<< "$(rec_of "$out")" >/dev/null \
      && [ -z "$(bssh $MASTER "kubectl get node $spare --ignore-not-found -o name" 2>&1)" ] \
-     && ! bssh "$(fip_of "$spare")" 'test -e /var/lib/kubespray-stand-in/reset' 2>/dev/null; then
+     && [ "$(mark)" = "$mark0" ]; then
     ok "kubespray stand-in: remove-node.yml -e node=$spare -e skip_confirmation=true -e reset_nodes=false deleted Node $spare, left the host alone ($(( $(date +%s) - t0 ))s for check 8)"
   else
     bad "kubespray stand-in: remove-node.yml -e node=$spare: $out"
