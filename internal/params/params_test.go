@@ -76,7 +76,7 @@ func TestBadRequestsNamePaths(t *testing.T) {
 	// Every invalid fixture (anything not named valid* or the known-good
 	// variants) must yield a problem that names a JSON path under Prefix or
 	// the request itself.
-	good := map[string]bool{"ansible_kubespray": true, "external_lb": true, "csi_manifest": true, "unknown_fields": true}
+	good := map[string]bool{"ansible_kubespray": true, "external_lb": true, "kubespray_lb": true, "csi_manifest": true, "unknown_fields": true}
 	files, _ := filepath.Glob(filepath.Join(testdata, "requests", "*.json"))
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".json")
