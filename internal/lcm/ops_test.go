@@ -17,13 +17,7 @@ import (
 // Heat's member names and ids, three masters and the LB's CP.
 func scaleFixture(t testing.TB, request string) (*params.Request, *topology.Topology) {
 	t.Helper()
-	req, err := params.Load("../../testdata/requests/" + request + ".json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := req.Validate(params.Options{PackageDir: "../../testdata/package", RequirePackage: true}); err != nil {
-		t.Fatal(err)
-	}
+	req := loadRequest(t, request)
 	topo, err := LoadTopology(context.Background(), req, Source{TopologyFile: "../../testdata/topology/k8s-lb.yaml"})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,18 @@ import (
 
 func fixture(t testing.TB, name string) (*params.Request, *topology.Topology) {
 	t.Helper()
+	req := loadRequest(t, name)
+	topo, err := topology.Load("../../testdata/topology/k8s-a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req, topo
+}
+
+// loadRequest reads and validates testdata/requests/NAME.json against the
+// test package.
+func loadRequest(t testing.TB, name string) *params.Request {
+	t.Helper()
 	req, err := params.Load("../../testdata/requests/" + name + ".json")
 	if err != nil {
 		t.Fatal(err)
@@ -19,11 +31,7 @@ func fixture(t testing.TB, name string) (*params.Request, *topology.Topology) {
 	if err := req.Validate(params.Options{PackageDir: "../../testdata/package", RequirePackage: true}); err != nil {
 		t.Fatal(err)
 	}
-	topo, err := topology.Load("../../testdata/topology/k8s-a.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return req, topo
+	return req
 }
 
 func TestPrepareKeepsSecretsInTheSecretsFile(t *testing.T) {

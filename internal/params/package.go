@@ -37,18 +37,9 @@ func packageFile(pkgDir, rel string) (string, error) {
 // ReadManifest reads and checks the PersistentVolume manifest at rel inside
 // the package directory.
 func ReadManifest(pkgDir, rel string) (*manifest.PV, error) {
-	p, err := packageFile(pkgDir, rel)
+	data, err := readPackageFile(pkgDir, rel, manifest.MaxSize)
 	if err != nil {
 		return nil, err
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, fmt.Errorf("%q: %v", rel, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, manifest.MaxSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("%q: %v", rel, err)
 	}
 	pv, err := manifest.Parse(data)
 	if err != nil {
@@ -57,14 +48,9 @@ func ReadManifest(pkgDir, rel string) (*manifest.PV, error) {
 	return pv, nil
 }
 
-// MaxScriptSize bounds a script read from the package (e.g. the external
-// load balancer's script_path).
-const MaxScriptSize = 1 << 20
-
-// ReadPackageFile reads the file at rel (a leading "./" is allowed) inside
-// the package directory, at most max bytes.
-func ReadPackageFile(pkgDir, rel string, max int64) ([]byte, error) {
-	rel = strings.TrimPrefix(rel, "./")
+// readPackageFile reads rel inside the package directory, at most max+1
+// bytes (the caller judges the size).
+func readPackageFile(pkgDir, rel string, max int64) ([]byte, error) {
 	p, err := packageFile(pkgDir, rel)
 	if err != nil {
 		return nil, err
@@ -77,6 +63,21 @@ func ReadPackageFile(pkgDir, rel string, max int64) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, fmt.Errorf("%q: %v", rel, err)
+	}
+	return data, nil
+}
+
+// MaxScriptSize bounds a script read from the package (e.g. the external
+// load balancer's script_path).
+const MaxScriptSize = 1 << 20
+
+// ReadPackageFile reads the file at rel (a leading "./" is allowed) inside
+// the package directory, at most max bytes.
+func ReadPackageFile(pkgDir, rel string, max int64) ([]byte, error) {
+	rel = strings.TrimPrefix(rel, "./")
+	data, err := readPackageFile(pkgDir, rel, max)
+	if err != nil {
+		return nil, err
 	}
 	if int64(len(data)) > max {
 		return nil, fmt.Errorf("%q is larger than %d bytes", rel, max)
