@@ -121,18 +121,29 @@ type runResult struct {
 	Seconds      float64 `json:"seconds"`
 }
 
-// heatsible runs the binary with the bed's OpenStack credentials in its
-// environment (and nothing secret in argv).
-func (b *bed) heatsible(t *testing.T, args ...string) (code int, stdout, stderr string, took time.Duration) {
+// command is the binary with the bed's OpenStack credentials in its
+// environment (and nothing secret in argv), keeping its cluster locks and
+// run records in state (a fresh directory if "").
+func (b *bed) command(t *testing.T, state string, args ...string) *exec.Cmd {
 	t.Helper()
+	if state == "" {
+		state = t.TempDir()
+	}
 	cmd := exec.Command(b.bin, args...)
 	cmd.Dir = b.root
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "HEATSIBLE_STATE_DIR=" + t.TempDir()}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "HEATSIBLE_STATE_DIR=" + state}
 	for k, v := range b.env {
 		if strings.HasPrefix(k, "OS_") {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
 	}
+	return cmd
+}
+
+// heatsible runs the binary (see command) with a state directory of its own.
+func (b *bed) heatsible(t *testing.T, args ...string) (code int, stdout, stderr string, took time.Duration) {
+	t.Helper()
+	cmd := b.command(t, "", args...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	start := time.Now()

@@ -68,12 +68,14 @@ func TestWorkerSSHDown(t *testing.T) {
 	checkNoChange(t, parseRun(t, out))
 }
 
-// TestChangedHostKey: when a node's key in known_hosts is not the one it
-// presents (a rebuilt VM, or a man in the middle), Ansible is refused the
-// connection: exit 3, naming the node and the host key.
+// TestChangedHostKey: when the key known_hosts holds for a node or for the
+// Ansible host is not the one it presents (a rebuilt VM, or a man in the
+// middle), the connection is refused: exit 3, naming the host and saying
+// its key changed. For a node Ansible refuses (the run reached the Ansible
+// host); for the Ansible host heatsible refuses before sending it anything.
 func TestChangedHostKey(t *testing.T) {
 	b := needBed(t)
-	name := b.nodeAt(t, "10.231.0.20") // worker-0, reached at its floating IP
+	worker := b.nodeAt(t, "10.231.0.20") // worker-0, reached at its floating IP
 	dir := t.TempDir()
 	key := filepath.Join(dir, "other")
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput(); err != nil {
@@ -88,41 +90,49 @@ func TestChangedHostKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines []string
-	swapped := 0
-	for _, l := range strings.Split(strings.TrimRight(string(orig), "\n"), "\n") {
-		f := strings.Fields(l)
-		if len(f) >= 3 && hostsField(f[0], "10.231.1.20") {
-			l = f[0] + " " + other[0] + " " + other[1]
-			swapped++
-		}
-		lines = append(lines, l)
+	tests := []struct {
+		name, addr string
+		want       []string
+	}{
+		{name: "node", addr: "10.231.1.20", want: []string{worker, "host key of 10.231.1.20 CHANGED"}},
+		{name: "ansible host", addr: "10.231.0.10", want: []string{"connecting to the Ansible host", "the host key of 10.231.0.10:22 changed",
+			"possible man-in-the-middle or a rebuilt VM; verify SHA256:"}},
 	}
-	if swapped == 0 {
-		t.Fatal("worker-0's floating address is not in the bed's known_hosts")
-	}
-	kh := filepath.Join(dir, "known_hosts")
-	os.WriteFile(kh, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var lines []string
+			swapped := 0
+			for _, l := range strings.Split(strings.TrimRight(string(orig), "\n"), "\n") {
+				f := strings.Fields(l)
+				if len(f) >= 3 && hostsField(f[0], tt.addr) {
+					l = f[0] + " " + other[0] + " " + other[1]
+					swapped++
+				}
+				lines = append(lines, l)
+			}
+			if swapped == 0 {
+				t.Fatalf("%s is not in the bed's known_hosts", tt.addr)
+			}
+			kh := filepath.Join(t.TempDir(), "known_hosts")
+			os.WriteFile(kh, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
 
-	args := b.runArgs()
-	for i, a := range args {
-		if a == "--known-hosts" {
-			args[i+1] = kh
-		}
-	}
-	// A run less than ControlPersist (60 s) ago leaves Ansible's SSH master
-	// connections open on the Ansible host, and a new run reuses them
-	// without a new key exchange: they were verified when they were opened,
-	// and a VM that really was rebuilt has dropped them. Close them so this
-	// run opens its own.
-	b.try("ansible", "pkill", "-f", `\[mux\]`)
-	code, _, errs, _ := b.heatsible(t, args...)
-	t.Logf("run with a changed host key for %s: exit %d\n%s", name, code, tail(errs, 5))
-	if code != 3 {
-		t.Fatalf("exit %d, want 3\n%s", code, tail(errs, 30))
-	}
-	if !strings.Contains(errs, name) || !strings.Contains(errs, "host key of 10.231.1.20 CHANGED") {
-		t.Errorf("the error does not name %s and its host key:\n%s", name, tail(errs, 10))
+			// A run less than ControlPersist (60 s) ago leaves Ansible's SSH
+			// master connections open on the Ansible host, and a new run
+			// reuses them without a new key exchange: they were verified when
+			// they were opened, and a VM that really was rebuilt has dropped
+			// them. Close them so this run opens its own.
+			b.try("ansible", "pkill", "-f", `\[mux\]`)
+			code, _, errs, _ := b.heatsible(t, setFlag(b.runArgs(), "--known-hosts", kh)...)
+			t.Logf("run with a changed host key for %s: exit %d\n%s", tt.addr, code, errorOf(errs))
+			if code != 3 {
+				t.Fatalf("exit %d, want 3\n%s", code, tail(errs, 30))
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(errs, w) {
+					t.Errorf("the error does not say %q:\n%s", w, tail(errs, 10))
+				}
+			}
+		})
 	}
 }
 
