@@ -197,7 +197,7 @@ func (e *HostsError) Error() string {
 	var parts []string
 	for _, h := range e.Hosts {
 		if m := e.Messages[h]; m != "" {
-			parts = append(parts, fmt.Sprintf("%s (%s)", h, truncate(explainSSH(m), 300)))
+			parts = append(parts, fmt.Sprintf("%s (%s)", h, truncate(explainSSH(m), 700)))
 		} else {
 			parts = append(parts, h)
 		}

@@ -251,7 +251,13 @@ func message(st Status, r map[string]any) string {
 			}
 			if f, _ := m["failed"].(bool); f {
 				itemMsg, _ := m["msg"].(string)
-				parts = append(parts, fmt.Sprintf("item %v: %s", short(m["item"]), truncate(itemMsg, 500)))
+				// The loop's label names the item; the item itself may be a
+				// whole registered result (hundreds of characters).
+				item := short(m["item"])
+				if l, ok := m["_ansible_item_label"].(string); ok && l != "" {
+					item = truncate(l, 200)
+				}
+				parts = append(parts, fmt.Sprintf("item %s: %s", item, truncate(itemMsg, 500)))
 			}
 		}
 	}

@@ -165,3 +165,32 @@ func TestExplainSSH(t *testing.T) {
 		}
 	}
 }
+
+// A failed loop reports each failed item by its loop label when it has one
+// (the item may be a whole registered result), else by the item itself.
+func TestLoopFailureMessage(t *testing.T) {
+	big := `{"cmd":["blkid","-p","/dev/x"],"stdout":"swap","item":{"dev":"/dev/x","id":"` + strings.Repeat("0", 300) + `"}}`
+	tests := []struct {
+		name, label, want string
+	}{
+		{name: "label", label: `,"_ansible_item_label":"/dev/x"`, want: "One or more items failed; item /dev/x: /dev/x holds swap"},
+		{name: "no label", want: `One or more items failed; item {"cmd":["blkid","-p","/dev/x"]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []Event
+			p := newEventParser(nil, func(e Event) { got = append(got, e) })
+			p.line(`{"_event":"v2_runner_on_failed","_timestamp":"t","hosts":{"storage":{"failed":true,"msg":"One or more items failed","results":[` +
+				`{"failed":false,"item":{"dev":"/dev/y"}},{"failed":true,"msg":"/dev/x holds swap","item":` + big + tt.label + `}]}},"task":{"name":"cinder_volume : Refuse","id":"1"}}`)
+			if len(got) != 1 {
+				t.Fatalf("%d events, want 1", len(got))
+			}
+			if !strings.HasPrefix(got[0].Msg, tt.want) || strings.Contains(got[0].Msg, "/dev/y") {
+				t.Errorf("message %q, want it to start with %q and name only the failed item", got[0].Msg, tt.want)
+			}
+			if tt.label != "" && strings.Contains(got[0].Msg, "blkid") {
+				t.Errorf("message %q quotes the item although it has a label", got[0].Msg)
+			}
+		})
+	}
+}
