@@ -1,0 +1,85 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// apiRule makes the kube-apiserver's port unreachable from master-0 (an ip
+// rule in master-0's network namespace: the API server is gone as far as
+// kubectl there can tell; nothing else on the bed is affected).
+var apiRule = []string{"ip", "rule", "add", "to", "10.231.0.1/32", "ipproto", "tcp", "dport", "26443", "unreachable"}
+
+func (b *bed) apiDown(t *testing.T) {
+	t.Helper()
+	t.Cleanup(func() { b.apiUp(t) })
+	b.exec(t, "master-0", apiRule...)
+	if _, err := b.try("master-0", "runuser", "-u", b.env["BED_USER"], "--", "kubectl", "get", "--raw", "/readyz", "--request-timeout=3s"); err == nil {
+		t.Fatal("master-0 still reaches the API server with the rule in place")
+	}
+}
+
+// apiUp removes the rule (every copy of it).
+func (b *bed) apiUp(t *testing.T) {
+	t.Helper()
+	del := append([]string{"ip", "rule", "del"}, apiRule[3:]...)
+	for i := 0; i < 5; i++ {
+		if _, err := b.try("master-0", del...); err != nil {
+			return
+		}
+	}
+}
+
+// TestAPIServerDown: kube-apiserver cannot be reached when pv_register
+// starts. If it comes back within pv_register_api_timeout (60 s) the run
+// waits for it and completes; if it does not, the run fails after that
+// bound with exit 4 and a message naming the API server, and no PV changed.
+func TestAPIServerDown(t *testing.T) {
+	b := needBed(t)
+	master := b.nodeAt(t, "10.231.0.12")
+	want := len(b.request(t).AdditionalParams.K.PVs)
+	args := b.runArgs("--role", "pv_register")
+
+	t.Run("back within the bound", func(t *testing.T) {
+		b.apiDown(t)
+		r := b.start(t, "", args...)
+		r.waitFor(t, "pv_register : Find the Kubernetes API server", 2*time.Minute)
+		time.Sleep(8 * time.Second)
+		b.apiUp(t)
+		up := time.Now()
+		code, _, errs, took := r.wait(t, 3*time.Minute)
+		t.Logf("API server back 8 s after pv_register started: exit %d in %s (%s after it came back)", code, took.Round(time.Millisecond), time.Since(up).Round(time.Millisecond))
+		if code != 0 {
+			t.Fatalf("exit %d, want 0: pv_register should have waited for the API server\n%s", code, tail(errs, 30))
+		}
+		checkPVs(t, b, want, "Available")
+	})
+
+	t.Run("down for good", func(t *testing.T) {
+		before := b.kubectl(t, "get", "pv", "-o", "jsonpath={range .items[*]}{.metadata.name} {.metadata.resourceVersion}{\"\\n\"}{end}")
+		b.apiDown(t)
+		r := b.start(t, "", args...)
+		r.waitFor(t, "pv_register : Find the Kubernetes API server", 2*time.Minute)
+		waitStart := time.Now()
+		code, _, errs, took := r.wait(t, 3*time.Minute)
+		waited := time.Since(waitStart)
+		t.Logf("API server down for good: exit %d in %s, %s after pv_register started\n%s", code, took.Round(time.Millisecond), waited.Round(time.Millisecond), errorOf(errs))
+		if code != 4 {
+			t.Fatalf("exit %d, want 4 (a task failed)\n%s", code, tail(errs, 30))
+		}
+		wantMsg := "the Kubernetes API server https://10.231.0.1:26443 did not answer " + master + " within 60 s"
+		if !strings.Contains(errs, wantMsg) || !strings.Contains(errs, "Nothing was changed") {
+			t.Errorf("the error does not say %q and that nothing was changed:\n%s", wantMsg, tail(errs, 20))
+		}
+		// pv_register_api_timeout (60) + one probe (5) + one delay (3), plus
+		// Ansible's own overhead for the tasks around it.
+		if waited < 60*time.Second || waited > 90*time.Second {
+			t.Errorf("waited %s for the API server, want 60 s to 90 s", waited.Round(time.Millisecond))
+		}
+		b.apiUp(t)
+		if after := b.kubectl(t, "get", "pv", "-o", "jsonpath={range .items[*]}{.metadata.name} {.metadata.resourceVersion}{\"\\n\"}{end}"); after != before {
+			t.Errorf("the PVs changed:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+	})
+}
