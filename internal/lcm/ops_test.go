@@ -309,3 +309,41 @@ func TestTerminateEndRemovesState(t *testing.T) {
 		t.Errorf("the run record is gone: %v", err)
 	}
 }
+
+// TestPlanSkipsKubesprayWhenNarrowed: --tags and --limit narrow heatsible's
+// plays only; the plan says the kubespray steps and the inventory write are
+// skipped, and why.
+func TestPlanSkipsKubesprayWhenNarrowed(t *testing.T) {
+	req := loadRequest(t, "kubespray_lb")
+	for _, c := range []struct {
+		tags  []string
+		limit string
+		why   string
+	}{
+		{nil, "", ""},
+		{[]string{"nfs_client"}, "", "--tags/--role select heatsible's roles only"},
+		{nil, "workernode-c3d4e5f6a1b2", "--limit narrows heatsible's own plays only"},
+	} {
+		p, err := MakePlan(context.Background(), PlanOptions{Operation: OpScaleEnd, Nodes: []string{"workernode-c3d4e5f6a1b2"}, Request: req,
+			PackageDir: "../../testdata/package", Source: Source{TopologyFile: "../../testdata/topology/k8s-lb.yaml"}, Tags: c.tags, Limit: c.limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kinds []string
+		for _, s := range p.Steps {
+			if s.Kind == "" {
+				continue
+			}
+			kinds = append(kinds, s.Kind)
+			if s.Runs != (c.why == "") || s.Skip != c.why {
+				t.Errorf("tags %v limit %q: step %d %q runs=%v skip=%q, want skip %q", c.tags, c.limit, s.Number, s.Name, s.Runs, s.Skip, c.why)
+			}
+		}
+		if strings.Join(kinds, ",") != "write-inventory,kubespray,kubespray" {
+			t.Errorf("phase steps %v", kinds)
+		}
+	}
+	if got := skipKubespray(true, nil, ""); !strings.Contains(got, "check mode") {
+		t.Errorf("check mode: %q", got)
+	}
+}
