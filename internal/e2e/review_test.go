@@ -141,14 +141,7 @@ func TestPasswordsNowhere(t *testing.T) {
 			time.Sleep(300 * time.Millisecond)
 		}
 	}()
-	cmd := exec.Command(b.bin, b.opArgs("instantiate-end")...)
-	cmd.Dir = b.root
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "HEATSIBLE_STATE_DIR=" + state}
-	for k, v := range b.env {
-		if strings.HasPrefix(k, "OS_") {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-	}
+	cmd := b.command(t, state, b.opArgs("instantiate-end")...)
 	out, err := cmd.CombinedOutput()
 	close(stop)
 	wg.Wait()
