@@ -21,7 +21,8 @@
 # noisy, and results.md says so.
 #
 # Writes BENCH_OUT/results.md, results.csv and results.json (BENCH_OUT:
-# bench/); logs in BENCH_LOGS (default /tmp/heatsible-bench-<time>).
+# bench/; results-fresh-clients.* with BENCH_PURGE_CLIENT=1, results-LABEL.*
+# with BENCH_LABEL); logs in BENCH_LOGS (default /tmp/heatsible-bench-<time>).
 # Knobs: BENCH_SIZES, BENCH_VOLUMES, BENCH_SKIP_BASELINE=1, BENCH_PURGE_CLIENT=1
 # (bench/reset.sh), HEATSIBLE (the binary; default bin/heatsible, built if
 # missing), BENCH_RUN_ARGS (extra heatsible run flags, e.g. "--forks 5"),
@@ -38,7 +39,10 @@ VOLS=${BENCH_VOLUMES:-1}
 OUT=${BENCH_OUT:-$ROOT/bench}
 LOGS=${BENCH_LOGS:-/tmp/heatsible-bench-$(date +%Y%m%d-%H%M%S)}
 HEATSIBLE=${HEATSIBLE:-$ROOT/bin/heatsible}
-LABEL=${BENCH_LABEL:-default}
+# results.* for the bed's hosts as they come (nfs-common installed), results-fresh-clients.*
+# with BENCH_PURGE_CLIENT=1 (nfs-common purged on every master and worker before each first run)
+if [ "${BENCH_PURGE_CLIENT:-0}" = 1 ]; then LABEL=${BENCH_LABEL:-fresh-clients}; else LABEL=${BENCH_LABEL:-default}; fi
+SUFFIX=""; [ "$LABEL" = default ] || SUFFIX=-$LABEL
 read -r -a EXTRA <<< "${BENCH_RUN_ARGS:-}"
 
 [ "$(id -u)" = 0 ] || { echo "bench: run as root (the bed needs it)" >&2; exit 2; }
@@ -116,9 +120,9 @@ cpus=$(nproc)
 when=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 printf '%s\n' "${rows[@]}" > "$LOGS/rows"
 
-python3 - "$LOGS/rows" "$OUT" "$LABEL" "$commit$dirty" "$cpus" "$mem" "$when" "$(uptime)" <<'PY'
+python3 - "$LOGS/rows" "$OUT" "$LABEL" "$commit$dirty" "$cpus" "$mem" "$when" "$(uptime)" "$SUFFIX" "${BENCH_PURGE_CLIENT:-0}" <<'PY'
 import csv, json, os, sys
-rows_file, out, label, commit, cpus, mem, when, uptime = sys.argv[1:]
+rows_file, out, label, commit, cpus, mem, when, uptime, suffix, purge = sys.argv[1:]
 def num(x):
     return None if x == "-" else float(x)
 rows = []
@@ -139,8 +143,9 @@ bgrowth = (round(by[hi]["baseline_s"] / by[lo]["baseline_s"], 3)
 doc = {"label": label, "commit": commit, "date": when, "nproc": int(cpus), "memory": mem,
        "uptime_at_end": uptime.strip(), "rows": rows,
        "growth_first": {"from": lo, "to": hi, "heatsible": growth, "baseline": bgrowth}}
-json.dump(doc, open(os.path.join(out, "results.json"), "w"), indent=1)
-with open(os.path.join(out, "results.csv"), "w", newline="") as f:
+doc["nfs_common_purged_before_first_runs"] = purge == "1"
+json.dump(doc, open(os.path.join(out, "results%s.json" % suffix), "w"), indent=1)
+with open(os.path.join(out, "results%s.csv" % suffix), "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
     w.writeheader()
     w.writerows(rows)
@@ -157,8 +162,14 @@ g = ("growth of the first run from %d to %d workers: heatsible %sx, baseline %sx
      (lo, hi, fmt(growth, "%.2f"), fmt(bgrowth, "%.2f"))) if growth else "(one size only: no growth figure)"
 print(table)
 print(g)
-md = ["# make bench: results", "",
+scenario = ("nfs-common purged on every master and worker before each first run (BENCH_PURGE_CLIENT=1): "
+            "both sides install it (from the bed's apt proxy cache; the apt index declared fresh, no apt-get update)"
+            if purge == "1" else
+            "the bed's hosts as they come: nfs-common and the NFS server packages installed, nothing for apt to do; "
+            "BENCH_PURGE_CLIENT=1 gives the same with nfs-common to install (results-fresh-clients.md)")
+md = ["# make bench: results%s" % ((" (" + label + ")") if suffix else ""), "",
       "Machine: %s cores (nproc), %s (free -g); %s; commit %s; series \"%s\"." % (cpus, mem, when, commit, label), "",
+      "Scenario: " + scenario + ".", "",
       "Shared machine: other jobs (builds, tests of other sessions) may have run at the same time; the 1-minute",
       "load average before each measurement is in the last column. On 2 cores, everything (the Ansible host,",
       "every bed host, Kubernetes, Heat) competes for the same CPUs. Single runs, wall clock.", "",
@@ -167,7 +178,7 @@ md = ["# make bench: results", "",
       "re-run <= 0.5 x first with 0 changed. \"baseline slowest host\" is the longest single host session of",
       "the baseline (that host's own work plus one SSH login), a rough floor for any parallel tool.", "",
       "How: bench/bed.sh (make bench); baseline bench/baseline.sh; reset between first runs bench/reset.sh.",
-      "Raw: results.csv, results.json."]
-open(os.path.join(out, "results.md"), "w").write("\n".join(md) + "\n")
+      "Raw: results%s.csv, results%s.json." % (suffix, suffix)]
+open(os.path.join(out, "results%s.md" % suffix), "w").write("\n".join(md) + "\n")
 PY
-log "written: $OUT/results.md, results.csv, results.json"
+log "written: $OUT/results$SUFFIX.md, results$SUFFIX.csv, results$SUFFIX.json"

@@ -39,7 +39,7 @@ open(f, "w").write(s.replace(old, new))
 PY
 }
 # revert REV FILE...: undo what commit REV did to FILEs (later changes stay)
-revert() { local rev=$1; shift; git -C "$ROOT" show "$rev" -- "$@" | git apply -R; }
+revert() { local rev=$1; shift; git -C "$ROOT" show "$rev" -- "$@" | git apply -R -C1; }
 
 variant current "nothing: the tree as committed" ":"
 variant forks5 "forks 50 -> Ansible's default 5" ":" "--forks 5"
@@ -51,13 +51,19 @@ variant gather-facts "gather_facts: false -> true in every play" \
   "sed -i 's/gather_facts: false/gather_facts: true/' playbooks/*.tmpl"
 variant nfs-server-apt "nfs_server: the apt module every run (no dpkg check first)" \
   "revert 90e86a3 roles/nfs_server/tasks/main.yml"
-variant nfs-client-stat "nfs_client: a separate stat of /sbin/mount.nfs on every node" \
-  "revert 609e180 roles/nfs_client/tasks/main.yml"
+variant nfs-client-4-tasks "nfs_client: dpkg, apt (skipped), stat, assert on every node (no one-command probe, no include)" \
+  "revert 92d6d31 roles/nfs_client; revert 609e180 roles/nfs_client/tasks/main.yml"
+variant cinder-19-tasks "cinder_volume: 19 tasks, one module per check (no probes)" \
+  "revert 2e0fd59 roles/cinder_volume/tasks/main.yml"
+variant nfs-server-stop-other "nfs_server: the systemd module stops/disables the other NFS server on every run" \
+  "revert da9b5e1 roles/nfs_server/tasks/main.yml"
 variant service-module "nfs_server: the service module (it runs setup first to find the service manager)" \
   "revert 89f75be roles/nfs_server/tasks/main.yml roles/nfs_server/handlers/main.yml"
 # candidates (a change tried, not committed)
 variant try-python3 "candidate: interpreter_python /usr/bin/python3 (no interpreter discovery per host)" \
   "sub internal/ansible/bundle.go '\"interpreter_python\":  \"auto_silent\"' '\"interpreter_python\":  \"/usr/bin/python3\"'"
+variant try-one-free-play "candidate: storage and client roles in one play, strategy free (bench/candidates)" \
+  "cp $ROOT/bench/candidates/instantiate_end.one-free-play.yml.tmpl playbooks/instantiate_end.yml.tmpl"
 if [ -n "${TUNE_EXTRA:-}" ]; then # more variants, e.g. from a later commit: "name|what|patch|args"
   while IFS='|' read -r n w p a; do [ -n "$n" ] && variant "$n" "$w" "$p" "$a"; done <<< "$TUNE_EXTRA"
 fi
@@ -90,7 +96,7 @@ case ${1:-} in
           { echo "tune: $v failed, see $out/bed.out" >&2; tail -5 "$out/bed.out" >&2; continue; }
         jq -r --arg v "$v" --arg c "$(cat "$TUNE_DIR/$v/commit")" --arg d "$(date -u +%FT%TZ)" '.rows[0] |
           [$v, .workers, .heatsible_first_s, .first_changed, .heatsible_rerun_s, .rerun_changed, .load_first, .load_rerun, $c, $d] | @csv' \
-          "$out/results.json" | tee -a "$CSV"
+          "$out/results-$v.json" | tee -a "$CSV"
       done
     done ;;
   *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
