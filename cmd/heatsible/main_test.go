@@ -117,3 +117,37 @@ func TestTopologySave(t *testing.T) {
 		t.Fatalf("inventory from saved topology: code %d\n%s\n%s", code, out, errs)
 	}
 }
+
+// TestTerminateEndJSON: an operation that runs no playbook still prints its
+// -o json document (hooks parse it), and removes the kubespray inventory.
+func TestTerminateEndJSON(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/requests/kubespray_lb.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	inv := filepath.Join(dir, "kubespray", "inventory", "k8s")
+	req := strings.NewReplacer("/home/ansible/kubespray/inventory/mycluster", inv, "/home/ansible/kubespray", filepath.Join(dir, "kubespray")).Replace(string(data))
+	reqFile := filepath.Join(dir, "request.json")
+	os.WriteFile(reqFile, []byte(req), 0o600)
+	os.MkdirAll(inv, 0o755)
+	os.WriteFile(filepath.Join(inv, "hosts.yaml"), []byte("all: {}\n"), 0o600)
+	kh := filepath.Join(dir, "known_hosts")
+	os.WriteFile(kh, nil, 0o600)
+	code, stdout, stderr := heatsible(t, "-o", "json", "run", "terminate-end", "--local", "--request", reqFile, "--package", "../../testdata/package",
+		"--topology", "../../testdata/topology/k8s-lb.yaml", "--known-hosts", kh)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	var doc struct {
+		OK        bool   `json:"ok"`
+		Operation string `json:"operation"`
+		ExitCode  int    `json:"exit_code"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil || !doc.OK || doc.Operation != "terminate-end" {
+		t.Fatalf("-o json document %+v (%v):\n%s", doc, err, stdout)
+	}
+	if _, err := os.Stat(filepath.Join(inv, "hosts.yaml")); !os.IsNotExist(err) {
+		t.Errorf("the kubespray inventory is still there: %v", err)
+	}
+}

@@ -278,10 +278,13 @@ func (p *progress) event(e ansible.Event) {
 }
 
 func (p *progress) finish(out *lcm.Outcome, err error, rep *review.Report) {
-	if out == nil || out.Result == nil {
+	if out == nil {
 		return
 	}
 	r := out.Result
+	if r == nil { // an operation that ran no playbook (terminate-end)
+		r = &ansible.Result{Recap: map[string]ansible.HostRecap{}}
+	}
 	hosts := make([]string, 0, len(r.Recap))
 	for h := range r.Recap {
 		hosts = append(hosts, h)
