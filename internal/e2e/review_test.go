@@ -79,7 +79,7 @@ func TestCheckChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{mount + "/nfs/review", "**would change**: pv_register : Apply each manifest",
+	for _, want := range []string{mount + "/nfs/review", "**would change**: pv_register : Apply the PersistentVolume manifests",
 		fmt.Sprintf("%d changes on %d hosts", r.Changed, r.ChangedHosts)} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("the review report does not mention %q", want)
