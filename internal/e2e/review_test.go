@@ -30,6 +30,20 @@ func TestCheckChangesNothing(t *testing.T) {
 	if code, _, errs, _ := b.heatsible(t, b.runArgs()...); code != 0 {
 		t.Fatalf("instantiate-end before the dry run: exit %d\n%s", code, tail(errs, 30))
 	}
+	// A dry run of the converged cluster: nothing would change, and the
+	// NFS verification, read-only, runs for real (it once failed here:
+	// wait_for skips itself in check mode).
+	code, out, errs, took := b.heatsible(t, append(b.runArgs(), "--check")...)
+	t.Logf("--check on the converged cluster: exit %d in %s", code, took.Round(time.Millisecond))
+	if code != 0 {
+		t.Fatalf("--check on the converged cluster: exit %d\n%s", code, tail(errs, 30))
+	}
+	if r := parseRun(t, out); r.Changed != 0 {
+		t.Errorf("--check on the converged cluster: %d would change, want 0", r.Changed)
+	}
+	if f := strings.Fields(lineWith(errs, "nfs_server : List each export over NFS")); len(f) < 2 || f[1] != "ok" {
+		t.Errorf("--check on the converged cluster did not verify the exports over NFS:\n%s", tail(errs, 40))
+	}
 	// A request with one more export and PV than the bed has.
 	var req map[string]any
 	data, _ := os.ReadFile(filepath.Join(b.dir, "request.json"))
@@ -62,7 +76,7 @@ func TestCheckChangesNothing(t *testing.T) {
 			args[i+1] = pkg
 		}
 	}
-	code, out, errs, took := b.heatsible(t, args...)
+	code, out, errs, took = b.heatsible(t, args...)
 	t.Logf("--check: exit %d in %s", code, took.Round(time.Millisecond))
 	if code != 0 {
 		t.Fatalf("--check: exit %d\n%s", code, tail(errs, 40))
