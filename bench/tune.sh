@@ -52,7 +52,7 @@ variant gather-facts "gather_facts: false -> true in every play" \
 variant nfs-server-apt "nfs_server: the apt module every run (no dpkg check first)" \
   "revert 90e86a3 roles/nfs_server/tasks/main.yml"
 variant nfs-client-command "nfs_client: the command module for the probe and an included task file skipped per node (no raw, no end_host)" \
-  "revert 398f047 roles/nfs_client/tasks; revert ec0f9ab roles/nfs_client/tasks"
+  "revert ff4f8fa roles/nfs_client/tasks; revert 398f047 roles/nfs_client/tasks; revert ec0f9ab roles/nfs_client/tasks"
 variant cinder-19-tasks "cinder_volume: 19 tasks, one module per check (no probes)" \
   "revert 2e0fd59 roles/cinder_volume/tasks/main.yml"
 variant service-module "nfs_server: the service module (it runs setup first to find the service manager)" \
