@@ -13,7 +13,8 @@ const ganeshaKiller = "hs-ganesha-killer"
 // TestNFSServerDownDuringVerify: nfs-ganesha dies (SIGKILL) right after
 // nfs_server started it and before the role verified the exports. The run
 // fails (exit 4) with a message naming the storage host, the exports and
-// what to check; the next run starts ganesha again and verifies.
+// what to check, and stops there: no PV is touched. The next run starts
+// ganesha again, verifies and completes.
 //
 // Deterministic: ganesha is stopped before the run, so the role's start task
 // starts it; a watcher on the storage host (polling every 50 ms, far below
@@ -29,7 +30,11 @@ func TestNFSServerDownDuringVerify(t *testing.T) {
 		b.try("storage", "systemctl", "reset-failed", "nfs-ganesha")
 		b.try("storage", "systemctl", "start", "nfs-ganesha")
 	})
-	args := b.runArgs("--tags", "cinder_volume,nfs_server")
+	args := b.runArgs()
+	pvs := func() string {
+		return b.kubectl(t, "get", "pv", "-o", "jsonpath={range .items[*]}{.metadata.name} {.metadata.resourceVersion}{\"\\n\"}{end}")
+	}
+	before := pvs()
 
 	b.try("storage", "systemctl", "reset-failed", ganeshaKiller)
 	b.exec(t, "storage", "systemctl", "stop", "nfs-ganesha")
@@ -54,6 +59,14 @@ func TestNFSServerDownDuringVerify(t *testing.T) {
 		if !strings.Contains(errs, e.Dir) {
 			t.Errorf("the error does not name the export %s:\n%s", e.Dir, tail(errs, 20))
 		}
+	}
+	// The storage play is any_errors_fatal: nothing after it ran, and no PV
+	// was (re-)registered against the server that failed its checks.
+	if l := lineWith(errs, "pv_register :"); l != "" {
+		t.Errorf("pv_register ran after the storage server failed: %s", l)
+	}
+	if after := pvs(); after != before {
+		t.Errorf("the PVs changed although the storage server failed:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 
 	b.exec(t, "storage", "systemctl", "stop", ganeshaKiller)
