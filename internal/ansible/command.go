@@ -197,7 +197,7 @@ func (e *HostsError) Error() string {
 	var parts []string
 	for _, h := range e.Hosts {
 		if m := e.Messages[h]; m != "" {
-			parts = append(parts, fmt.Sprintf("%s (%s)", h, truncate(explainSSH(m), 700)))
+			parts = append(parts, fmt.Sprintf("%s (%s)", h, truncate(explainSSH(m, h), 700)))
 		} else {
 			parts = append(parts, h)
 		}
@@ -391,14 +391,15 @@ func (w *lineWriter) Close() {
 }
 
 // explainSSH turns ssh's own failure text, which Ansible passes on with its
-// banner, into one line an operator can act on.
-func explainSSH(msg string) string {
+// banner, into one line an operator can act on. fallback names the host
+// when the text does not.
+func explainSSH(msg, fallback string) string {
 	switch {
 	case strings.Contains(msg, "REMOTE HOST IDENTIFICATION HAS CHANGED"),
 		strings.Contains(msg, "Host key verification failed"):
-		host := ""
-		if i := strings.Index(msg, "remote host \""); i >= 0 {
-			host, _, _ = strings.Cut(msg[i+len("remote host \""):], "\"")
+		host := sshHost(msg)
+		if host == "" {
+			host = fallback
 		}
 		if strings.Contains(msg, "HAS CHANGED") {
 			return fmt.Sprintf("host key of %s CHANGED: it is not the key in known_hosts (a rebuilt VM, or a man in the middle); check its fingerprint on the VM's console, then fix --known-hosts", host)
@@ -424,4 +425,23 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.TrimSpace(strings.Join(lines, " | "))
+}
+
+// sshHost finds the address a host key failure is about: in Ansible's
+// banner for a module ("remote host \"ADDR\""), else in ssh's own text
+// ("Host key for ADDR has changed", "host key is known for ADDR and"), which
+// is all there is for raw tasks.
+func sshHost(msg string) string {
+	if i := strings.Index(msg, "remote host \""); i >= 0 {
+		host, _, _ := strings.Cut(msg[i+len("remote host \""):], "\"")
+		return host
+	}
+	for _, marker := range []string{"Host key for ", "host key is known for "} {
+		if i := strings.Index(msg, marker); i >= 0 {
+			if f := strings.Fields(msg[i+len(marker):]); len(f) > 0 {
+				return f[0]
+			}
+		}
+	}
+	return ""
 }

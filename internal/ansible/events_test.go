@@ -155,12 +155,16 @@ func TestUnifiedDiff(t *testing.T) {
 func TestExplainSSH(t *testing.T) {
 	changed := "Data could not be sent to remote host \"10.231.1.20\". Make sure this host can be reached over ssh: @@@@@@@@@@@\r\n@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\r\n@@@@@@@\r\nIT IS POSSIBLE THAT SOMEONE IS DOING SOMETHING NASTY!\r\nHost key verification failed.\r\n"
 	unknown := "Failed to connect to the host via ssh: No ED25519 host key is known for 10.0.0.9 and you have requested strict checking.\r\nHost key verification failed."
+	// a raw task: no "remote host" banner, only ssh's text
+	rawChanged := "Failed to connect to the host via ssh: @@@@@@@@@@@\r\n@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\r\n@@@@@@@\r\nIT IS POSSIBLE THAT SOMEONE IS DOING SOMETHING NASTY!\r\nOffending ED25519 key in /tmp/kh:3\r\nHost key for 10.231.1.20 has changed and you have requested strict checking.\r\nHost key verification failed."
 	for _, tt := range []struct{ in, want string }{
 		{changed, "host key of 10.231.1.20 CHANGED"},
-		{unknown, "could not be verified: it is not in known_hosts"},
+		{rawChanged, "host key of 10.231.1.20 CHANGED"},
+		{unknown, "host key of 10.0.0.9 could not be verified: it is not in known_hosts"},
+		{"Host key verification failed.", "host key of worker-9 could not be verified"},
 		{"@@@@\r\nssh: connect to host 10.0.0.9 port 22: Connection refused\r\n", "ssh: connect to host 10.0.0.9 port 22: Connection refused"},
 	} {
-		if got := explainSSH(tt.in); !strings.Contains(got, tt.want) {
+		if got := explainSSH(tt.in, "worker-9"); !strings.Contains(got, tt.want) {
 			t.Errorf("explainSSH(%q) = %q, want %q in it", tt.in, got, tt.want)
 		}
 	}

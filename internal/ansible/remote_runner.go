@@ -127,7 +127,9 @@ func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (re
 // behind. The watchdog polls the sshd process that serves the session (the
 // shell's parent); once it is gone it sends SIGTERM to the session's process
 // group, gives the run watchdogGrace seconds, removes the staging directory
-// and kills whatever is left.
+// and kills whatever is left. A run that ends on its own after sshd is gone
+// (ansible-playbook dies of SIGPIPE at its next write, often before the
+// watchdog's next poll) has its staging directory removed by the script.
 func remoteScript(stage, dir string, argv, env []string) string {
 	q := make([]string, len(argv))
 	for i, a := range argv {
@@ -159,6 +161,10 @@ func remoteScript(stage, dir string, argv, env []string) string {
 		"fi\n" +
 		"wait \"$run\"\nrc=$?\n" +
 		"if [ -n \"$watch\" ]; then kill \"$watch\" 2>/dev/null; fi\n" +
+		// The run may end before the watchdog's next poll: a write to the
+		// dead pipe kills ansible-playbook (SIGPIPE) as soon as sshd is
+		// gone. The watchdog was just stopped, so clean up here.
+		"if [ -n \"$watch\" ] && [ ! -d /proc/\"$sshd\" ]; then rm -rf -- " + remote.ShellQuote(stage) + "; fi\n" +
 		"exit $rc"
 }
 

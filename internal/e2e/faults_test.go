@@ -41,6 +41,11 @@ func TestWorkerSSHDown(t *testing.T) {
 	name := b.nodeAt(t, "10.231.0.21") // worker-1
 	b.exec(t, "worker-1", "systemctl", "stop", "ssh.socket", "ssh.service")
 	t.Cleanup(func() { b.try("worker-1", "systemctl", "start", "ssh.service") })
+	// Stopping ssh.service leaves established sessions alive, and with them
+	// the SSH master connection a run less than ControlPersist (60 s) ago
+	// left on the Ansible host: the next run would still reach worker-1
+	// through it. Close the masters so this run has to connect.
+	b.try("ansible", "pkill", "-f", `\[mux\]`)
 
 	code, out, errs, took := b.heatsible(t, b.runArgs()...)
 	t.Logf("run with worker-1's sshd stopped: exit %d in %s", code, took.Round(time.Millisecond))
