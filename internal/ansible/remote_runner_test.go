@@ -308,3 +308,47 @@ func TestRemoteRunnerRemovesLeftovers(t *testing.T) {
 		t.Errorf("another cluster's %s was removed: %v", other, err)
 	}
 }
+
+// The race TestRemoteRunnerCutConnection cannot force: once the session's
+// sshd is gone, a run that writes dies of SIGPIPE before the watchdog's next
+// poll (it polls every second), and the script then stops the watchdog. The
+// script itself must remove the staging directory. Here the script runs as
+// it does on the Ansible host, under a parent shell that stands in for sshd
+// and is killed; the run writes a line every 20 ms to the pipe the test
+// then closes.
+func TestRemoteScriptRunDiesWithItsConnection(t *testing.T) {
+	for i := 0; i < 5; i++ {
+		stage := filepath.Join(t.TempDir(), "heatsible-test-stage")
+		if err := os.Mkdir(stage, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(stage, SecretsFile), []byte("secret: x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		writer := []string{"sh", "-c", "while :; do echo event || exit 1; sleep 0.02; done"}
+		script := remoteScript(stage, stage, writer, nil)
+		sshd := exec.Command("sh", "-c", `sh -c "$1" & wait`, "sh", script)
+		out, err := sshd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sshd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := out.Read(make([]byte, 6)); err != nil { // the run is writing
+			t.Fatal(err)
+		}
+		_ = sshd.Process.Kill()
+		_ = sshd.Wait() // reaps "sshd" (its /proc entry goes) and closes the pipe
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if _, err := os.Stat(stage); errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("try %d: %s (secrets included) is still there 10 s after its connection died", i, stage)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
