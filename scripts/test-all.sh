@@ -28,7 +28,9 @@ mapfile -t unit < <(go list ./... | grep -v '/internal/e2e$')
 go test -p 2 -count=1 -timeout 30m "${unit[@]}"
 
 phase "go end-to-end tests on the bed"
-go test -p 1 -count=1 -timeout 40m ./internal/e2e
+# -v: each scenario logs its exit code, wall time and recap, so the CI log
+# is the record of what ran on the bed.
+go test -p 1 -count=1 -timeout 40m -v ./internal/e2e
 
 phase "contrib: the Tacker MgmtDriver shim (against a fake heatsible)"
 (cd contrib/tacker && python3 -m unittest -q test_shim)
