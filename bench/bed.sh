@@ -74,6 +74,10 @@ heatsible_run() {
     "$LOGS/$name.json" 2>/dev/null || echo "$secs -1 -1 -1 $rc"
 }
 
+# what a page fault and an Ansible task cost on this machine (bench/machine.sh)
+bench/machine.sh > "$LOGS/machine" 2>&1 || echo "bench: bench/machine.sh failed, see $LOGS/machine" >&2
+log "machine: $(tr '\n' ' ' < "$LOGS/machine")"
+
 rows=()
 for N in $SIZES; do
   log "N=$N: reshaping the bed (WORKERS=$N SPARE_WORKERS=0 EXTERNAL_LB=0 VOLUMES=$VOLS)"
@@ -120,9 +124,17 @@ cpus=$(nproc)
 when=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 printf '%s\n' "${rows[@]}" > "$LOGS/rows"
 
-python3 - "$LOGS/rows" "$OUT" "$LABEL" "$commit$dirty" "$cpus" "$mem" "$when" "$(uptime)" "$SUFFIX" "${BENCH_PURGE_CLIENT:-0}" <<'PY'
+python3 - "$LOGS/rows" "$OUT" "$LABEL" "$commit$dirty" "$cpus" "$mem" "$when" "$(uptime)" "$SUFFIX" "${BENCH_PURGE_CLIENT:-0}" "$LOGS/machine" <<'PY'
 import csv, json, os, sys
-rows_file, out, label, commit, cpus, mem, when, uptime, suffix, purge = sys.argv[1:]
+rows_file, out, label, commit, cpus, mem, when, uptime, suffix, purge, machine_file = sys.argv[1:]
+machine = {}
+for line in open(machine_file):
+    f = line.split()
+    if len(f) == 2:
+        try:
+            machine[f[0]] = float(f[1])
+        except ValueError:
+            pass
 def num(x):
     return None if x == "-" else float(x)
 rows = []
@@ -144,6 +156,7 @@ doc = {"label": label, "commit": commit, "date": when, "nproc": int(cpus), "memo
        "uptime_at_end": uptime.strip(), "rows": rows,
        "growth_first": {"from": lo, "to": hi, "heatsible": growth, "baseline": bgrowth}}
 doc["nfs_common_purged_before_first_runs"] = purge == "1"
+doc["machine"] = machine
 json.dump(doc, open(os.path.join(out, "results%s.json" % suffix), "w"), indent=1)
 with open(os.path.join(out, "results%s.csv" % suffix), "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
@@ -173,6 +186,12 @@ md = ["# make bench: results%s" % ((" (" + label + ")") if suffix else ""), "",
       "Shared machine: other jobs (builds, tests of other sessions) may have run at the same time; the 1-minute",
       "load average before each measurement is in the last column. On 2 cores, everything (the Ansible host,",
       "every bed host, Kubernetes, Heat) competes for the same CPUs. Single runs, wall clock.", "",
+      ("This machine (bench/machine.sh): a page fault costs %s us (on bare metal typically well under 1 us; not measured here); an Ansible task "
+       "that does nothing costs the controller %s s; ansible-playbook's start with one task %s s. Ansible forks a "
+       "worker per task and host, and each writes tens of MiB, so its per-task cost here is far above a usual "
+       "Ansible host's, while the baseline's shell and ssh touch little memory." % (
+           fmt(machine.get("page_fault_us"), "%.1f"), fmt(machine.get("ansible_task_s"), "%.3f"),
+           fmt(machine.get("ansible_start_s"), "%.2f"))), "",
       table, "", g + ".", "",
       "Targets (measured, never asserted): at N=8 heatsible <= 0.3 x baseline; growth 2->16 <= 1.3x;",
       "re-run <= 0.5 x first with 0 changed. \"baseline slowest host\" is the longest single host session of",
