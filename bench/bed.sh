@@ -118,7 +118,7 @@ done
 # ---------------------------------------------------------------- results
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 dirty=""
-if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then dirty=" (work tree with uncommitted changes)"; fi
+if [ -n "$(git status --porcelain --untracked-files=no -- . ':!bench/results*' 2>/dev/null)" ]; then dirty=" (work tree with uncommitted changes)"; fi
 mem=$(free -g | awk '/^Mem:/ {print $2 " GiB total, " $7 " GiB available"}')
 cpus=$(nproc)
 when=$(date -u +%Y-%m-%dT%H:%M:%SZ)
