@@ -33,8 +33,20 @@ type HostKeyError struct {
 	Known []string
 	// Line is the first known_hosts line that conflicts (0 if unknown).
 	Line int
+	// Wants are the keys known_hosts holds for the host (Changed only), one
+	// per line: the same key may stand on several lines (host name, address,
+	// [host]:port), and every one of them must be fixed.
+	Wants []KnownKey
 	// Err is the underlying knownhosts error, if any.
 	Err error
+}
+
+// KnownKey is one known_hosts line's key for a host.
+type KnownKey struct {
+	File        string
+	Line        int
+	Type        string
+	Fingerprint string
 }
 
 // Error explains what happened and what the operator has to verify.
@@ -44,6 +56,9 @@ func (e *HostKeyError) Error() string {
 	case e.Revoked:
 		return fmt.Sprintf("the host key of %s (%s %s) is marked @revoked in %s: refusing to connect",
 			e.Host, e.KeyType, e.Fingerprint, strings.Join(e.Known, ", "))
+	case e.Changed && len(e.Wants) > 0:
+		return fmt.Sprintf("the host key of %s changed: possible man-in-the-middle or a rebuilt VM; verify %s (%s) out of band and fix %s (%s)",
+			e.Host, e.Fingerprint, e.KeyType, wantLines(e.Wants), wantKeys(e.Wants))
 	case e.Changed:
 		return fmt.Sprintf("the host key of %s changed: possible man-in-the-middle or a rebuilt VM; verify %s (%s) out of band and fix line %d of %s (known: %s)",
 			e.Host, e.Fingerprint, e.KeyType, e.Line, e.KnownHostsFile, strings.Join(e.Known, ", "))
@@ -59,6 +74,43 @@ func (e *HostKeyError) Error() string {
 		return fmt.Sprintf("the host key of %s is not in %s: add it with %q after verifying the fingerprint %s (%s) out of band",
 			e.Host, e.KnownHostsFile, scan+" >> "+e.KnownHostsFile, e.Fingerprint, e.KeyType)
 	}
+}
+
+// wantLines names every line to fix, per file: "line 3 of F",
+// "lines 1, 2 and 5 of F".
+func wantLines(wants []KnownKey) string {
+	var files []string
+	lines := map[string][]string{}
+	for _, w := range wants {
+		if _, ok := lines[w.File]; !ok {
+			files = append(files, w.File)
+		}
+		lines[w.File] = append(lines[w.File], strconv.Itoa(w.Line))
+	}
+	parts := make([]string, 0, len(files))
+	for _, f := range files {
+		l := lines[f]
+		if len(l) == 1 {
+			parts = append(parts, "line "+l[0]+" of "+f)
+			continue
+		}
+		parts = append(parts, "lines "+strings.Join(l[:len(l)-1], ", ")+" and "+l[len(l)-1]+" of "+f)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// wantKeys names each distinct key those lines hold, once.
+func wantKeys(wants []KnownKey) string {
+	var keys []string
+	seen := map[string]bool{}
+	for _, w := range wants {
+		k := w.Type + " " + w.Fingerprint
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	return "known: " + strings.Join(keys, ", ")
 }
 
 // Unwrap returns the knownhosts error.
@@ -129,6 +181,7 @@ func (h *hostKeyChecker) callback(hostname string, remote net.Addr, key ssh.Publ
 		he.Line = ke.Want[0].Line
 		for _, w := range ke.Want {
 			he.Known = append(he.Known, fmt.Sprintf("%s:%d %s %s", w.Filename, w.Line, w.Key.Type(), ssh.FingerprintSHA256(w.Key)))
+			he.Wants = append(he.Wants, KnownKey{File: w.Filename, Line: w.Line, Type: w.Key.Type(), Fingerprint: ssh.FingerprintSHA256(w.Key)})
 		}
 	case errors.As(err, &ke):
 		// unknown host

@@ -214,6 +214,15 @@ func TestHostKeyErrors(t *testing.T) {
 			wantMsg:     []string{"the host key of " + srv.Addr + " changed: possible man-in-the-middle or a rebuilt VM", "verify " + edFP, "fix line 2 of "},
 		},
 		{
+			// The same stale key under three lines (name, address,
+			// [host]:port in real files): every line is named, the key once.
+			name: "changed key on several lines",
+			knownHosts: ptr("# comment\n" + srv.KnownHostsLine(otherSigner.PublicKey()) + "\n" +
+				srv.KnownHostsLine(otherSigner.PublicKey()) + "\n" + srv.KnownHostsLine(otherSigner.PublicKey()) + "\n"),
+			wantChanged: true,
+			wantMsg:     []string{"changed: possible man-in-the-middle", "fix lines 2, 3 and 4 of ", "(known: ssh-ed25519 " + ssh.FingerprintSHA256(otherSigner.PublicKey()) + ")"},
+		},
+		{
 			// The client would prefer the server's RSA key; known_hosts
 			// only has ed25519, which must be negotiated instead of
 			// reporting a changed key.
