@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -102,11 +103,37 @@ func (r *bgRun) wait(t *testing.T, timeout time.Duration) (code int, stdout, std
 	select {
 	case <-r.done:
 	case <-time.After(timeout):
-		t.Fatalf("heatsible still runs after %s:\n%s", timeout, tail(r.stderr(), 30))
+		// What to look at next time: heatsible's TCP connections as this
+		// machine sees them (ESTABLISHED with nothing moving: the peer's
+		// FIN never came), then its goroutines (SIGQUIT makes a Go program
+		// print them to stderr and exit).
+		progress := tail(r.stderr(), 30)
+		ss, _ := exec.Command("ss", "-tnoip", "dst", "10.231.0.0/16").CombinedOutput()
+		_ = r.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-r.done:
+		case <-time.After(10 * time.Second):
+		}
+		t.Fatalf("heatsible still runs after %s:\n%s\nits connections (ss -tnoip):\n%s\ngoroutines (SIGQUIT):\n%s",
+			timeout, progress, ss, goroutines(r.stderr()))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.code, r.out.String(), r.errs.String(), r.took
+}
+
+// goroutines returns the goroutine dump a SIGQUIT wrote at the end of
+// stderr (from "SIGQUIT: quit" on), at most 200 lines of it.
+func goroutines(stderr string) string {
+	i := strings.Index(stderr, "SIGQUIT: quit")
+	if i < 0 {
+		return "(none: heatsible did not print a dump)"
+	}
+	lines := strings.Split(stderr[i:], "\n")
+	if len(lines) > 200 {
+		lines = append(lines[:200], "...")
+	}
+	return strings.Join(lines, "\n")
 }
 
 // eventually polls cond every 200 ms until it returns "" (done) or timeout
