@@ -261,7 +261,13 @@ cmd_up() {
 
   local bind=${K8S_BIND:-$DEFAULT_BIND} t0 p pid
   [[ $bind =~ ^[0-9]+(\.[0-9]+){3}$ ]] || die "K8S_BIND=$bind is not an IPv4 address"
-  if [[ $bind != 127.0.0.1 ]] && ! ip -o -4 addr show | grep -q " inet $bind/"; then
+  # Not "ip ... | grep -q" under pipefail: grep's early exit can fail ip
+  # with SIGPIPE, and a netlink dump that overlaps a change (a bed host's
+  # veth coming up) makes ip exit 1 ("Dump was interrupted"): read it whole,
+  # and again if it failed. Seen once: the check failed with the address up.
+  local addrs="" i
+  for i in 1 2 3 4 5; do addrs=$(ip -o -4 addr show 2>/dev/null) && break; sleep 0.2; done
+  if [[ $bind != 127.0.0.1 ]] && [[ $addrs != *" inet $bind/"* ]]; then
     if [[ $bind == "$DEFAULT_BIND" ]]; then
       die "$bind is not configured on this machine: the bridge hsbr0 is created by the hosts script (testbed/hosts); bring it up first, or set K8S_BIND=127.0.0.1 to test alone"
     fi
