@@ -3,10 +3,12 @@ package roles
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -104,4 +106,68 @@ func TestPlaybookSyntax(t *testing.T) {
 	}
 	env := append(ansibleEnv(t), "ANSIBLE_ROLES_PATH="+roles)
 	run(t, dir, env, "ansible-playbook", "--syntax-check", "-i", "inventory.ini", "site.yml")
+}
+
+// TestCinderVolumeRefusals runs cinder_volume on this machine (connection
+// local, no become) with inputs it must refuse, and checks each message and
+// that nothing after the refusal ran. Every case fails before anything is
+// changed: the parameter check comes first, and the probe before the device
+// check only reads (mountpoint, /etc/fstab, -b tests).
+func TestCinderVolumeRefusals(t *testing.T) {
+	if _, err := exec.LookPath("ansible-playbook"); err != nil {
+		t.Skip("ansible-playbook is not on PATH (CI installs Debian's ansible)")
+	}
+	roles, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, vars string
+		task, want string
+	}{
+		{
+			"export outside every volume",
+			`{"cinder_volumes": [{"id": "v1", "mount_to": "/volume"}], "nfs_exports": [{"dir": "/volume/nfs/a"}, {"dir": "/srv/out"}]}`,
+			"Check the volume and export parameters",
+			`export directories ['/srv/out'] are not under any volume mount point (['/volume']): their data would live on the server's root disk and be lost when it is healed. Set cinder_volume_allow_export_outside_volumes=true if you really mean it.`,
+		},
+		{
+			"mount_to not absolute",
+			`{"cinder_volumes": [{"id": "v1", "mount_to": "volume"}], "nfs_exports": [{"dir": "/volume/a"}]}`,
+			"Check the volume and export parameters",
+			`it needs an absolute mount_to`,
+		},
+		{
+			"no block device",
+			`{"cinder_volumes": [{"id": "0123456789abcdef0123456789", "device": "/dev/hs-no-such-device", "mount_to": "/hs-no-such-mount"}], "nfs_exports": [{"dir": "/hs-no-such-mount/a"}]}`,
+			"Refuse volumes without a block device",
+			`no block device found for volume '0123456789abcdef0123456789' (mount_to /hs-no-such-mount: neither /dev/disk/by-id/virtio-0123456789abcdef0123 nor the Heat device '/dev/hs-no-such-device' exists as a block device). Is the volume attached to this server?`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			pb := "- hosts: localhost\n  gather_facts: false\n  roles:\n    - role: cinder_volume\n"
+			if err := os.WriteFile(filepath.Join(dir, "site.yml"), []byte(pb), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "ansible-playbook", "-i", "localhost,", "-c", "local", "-e", tc.vars, "site.yml")
+			cmd.Dir = dir
+			cmd.Env = append(ansibleEnv(t), "ANSIBLE_ROLES_PATH="+roles, "ANSIBLE_LOCALHOST_WARNING=false")
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+				t.Fatalf("ansible-playbook: %v, want exit 2 (a task failed)\n%s", err, out)
+			}
+			s := string(out)
+			if !strings.Contains(s, "TASK [cinder_volume : "+tc.task) || !strings.Contains(s, tc.want) {
+				t.Errorf("want a failure of %q saying %q:\n%s", tc.task, tc.want, s)
+			}
+			if strings.Contains(s, "Format, mount and create") {
+				t.Errorf("the role went on after refusing:\n%s", s)
+			}
+		})
+	}
 }
