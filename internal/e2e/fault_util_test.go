@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -202,4 +204,43 @@ func lineWith(s, sub string) string {
 		}
 	}
 	return ""
+}
+
+// requestDoc is the bed's request.json as a generic document, for tests
+// that derive a variant of it (writeRequest saves one).
+func (b *bed) requestDoc(t *testing.T) map[string]any {
+	t.Helper()
+	var req map[string]any
+	data, err := os.ReadFile(filepath.Join(b.dir, "request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &req); err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// writeRequest saves a request document in a new temporary file.
+func writeRequest(t *testing.T, req map[string]any) string {
+	t.Helper()
+	data, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "request.json")
+	if err := os.WriteFile(f, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// copyPackage copies the bed's VNF package into a new temporary directory.
+func (b *bed) copyPackage(t *testing.T) string {
+	t.Helper()
+	pkg := t.TempDir()
+	if out, err := exec.Command("cp", "-a", filepath.Join(b.dir, "package")+"/.", pkg).CombinedOutput(); err != nil {
+		t.Fatalf("copying the package: %v %s", err, out)
+	}
+	return pkg
 }

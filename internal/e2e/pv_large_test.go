@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,20 +18,10 @@ func TestLargeManifests(t *testing.T) {
 	b := needBed(t)
 	want := len(b.request(t).AdditionalParams.K.PVs)
 
-	var req map[string]any
-	data, err := os.ReadFile(filepath.Join(b.dir, "request.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &req); err != nil {
-		t.Fatal(err)
-	}
+	req := b.requestDoc(t)
 	k := req["additionalParams"].(map[string]any)["k8s_cluster_installation_param"].(map[string]any)
 	first := k["pv_registration_params"].([]any)[0].(map[string]any)["pv_manifest_file_path"].(string)
-	pkg := t.TempDir()
-	if out, err := exec.Command("cp", "-a", filepath.Join(b.dir, "package")+"/.", pkg).CombinedOutput(); err != nil {
-		t.Fatalf("copying the package: %v %s", err, out)
-	}
+	pkg := b.copyPackage(t)
 	// 120 KiB of annotation (the API server allows 256 KiB): 160 KiB of
 	// base64, over the 96 KiB bound and over the 128 KiB argument limit.
 	path := filepath.Join(pkg, first)
@@ -50,13 +38,7 @@ func TestLargeManifests(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	args := b.runArgs("--role", "pv_register")
-	for i, a := range args {
-		if a == "--package" {
-			args[i+1] = pkg
-		}
-	}
-	code, _, errs, took := b.heatsible(t, args...)
+	code, _, errs, took := b.heatsible(t, setFlag(b.runArgs("--role", "pv_register"), "--package", pkg)...)
 	t.Logf("pv_register with a 120 KiB manifest: exit %d in %s", code, took.Round(time.Millisecond))
 	if code != 0 {
 		t.Fatalf("exit %d, want 0\n%s", code, tail(errs, 40))

@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -45,37 +43,20 @@ func TestCheckChangesNothing(t *testing.T) {
 		t.Errorf("--check on the converged cluster did not verify the exports over NFS:\n%s", tail(errs, 40))
 	}
 	// A request with one more export and PV than the bed has.
-	var req map[string]any
-	data, _ := os.ReadFile(filepath.Join(b.dir, "request.json"))
-	if err := json.Unmarshal(data, &req); err != nil {
-		t.Fatal(err)
-	}
+	req := b.requestDoc(t)
 	k := req["additionalParams"].(map[string]any)["k8s_cluster_installation_param"].(map[string]any)
 	ss := k["storage_server"].(map[string]any)
 	mount := ss["cinder_volume_setup_params"].([]any)[0].(map[string]any)["mount_to"].(string)
 	ss["nfs_server_setup_params"] = append(ss["nfs_server_setup_params"].([]any), map[string]any{"export_dir": mount + "/nfs/review", "export_to": "10.231.0.0/24"})
-	pkg := t.TempDir()
-	if out, err := exec.Command("cp", "-a", filepath.Join(b.dir, "package")+"/.", pkg).CombinedOutput(); err != nil {
-		t.Fatalf("copying the package: %v %s", err, out)
-	}
+	pkg := b.copyPackage(t)
 	manifest := fmt.Sprintf("apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: nfs-review\nspec:\n  capacity:\n    storage: 1Gi\n  accessModes: [ReadWriteMany]\n  persistentVolumeReclaimPolicy: Retain\n  nfs:\n    server: 0.0.0.0\n    path: %s/nfs/review\n", mount)
 	os.WriteFile(filepath.Join(pkg, "Files", "kubernetes", "nfs-review.yaml"), []byte(manifest), 0o644)
 	k["pv_registration_params"] = append(k["pv_registration_params"].([]any), map[string]any{"pv_manifest_file_path": "Files/kubernetes/nfs-review.yaml", "nfs_server_cp": "storage_server_CP"})
-	reqFile := filepath.Join(t.TempDir(), "request.json")
-	data, _ = json.Marshal(req)
-	os.WriteFile(reqFile, data, 0o600)
+	reqFile := writeRequest(t, req)
 
 	before := b.fingerprint(t)
 	report := filepath.Join(t.TempDir(), "review.md")
-	args := b.opArgs("instantiate-end", "--check", "--report", report)
-	for i, a := range args {
-		switch a {
-		case "--request":
-			args[i+1] = reqFile
-		case "--package":
-			args[i+1] = pkg
-		}
-	}
+	args := setFlag(setFlag(b.opArgs("instantiate-end", "--check", "--report", report), "--request", reqFile), "--package", pkg)
 	code, out, errs, took = b.heatsible(t, args...)
 	t.Logf("--check: exit %d in %s", code, took.Round(time.Millisecond))
 	if code != 0 {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -186,21 +185,10 @@ func TestForeignFilesystemNeverFormatted(t *testing.T) {
 	if err := topo.Save(topoFile); err != nil {
 		t.Fatal(err)
 	}
-	var req map[string]any
-	data, err := os.ReadFile(filepath.Join(b.dir, "request.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &req); err != nil {
-		t.Fatal(err)
-	}
+	req := b.requestDoc(t)
 	ss := req["additionalParams"].(map[string]any)["k8s_cluster_installation_param"].(map[string]any)["storage_server"].(map[string]any)
 	ss["cinder_volume_setup_params"] = append(ss["cinder_volume_setup_params"].([]any), map[string]any{"volume_resource_id": "scratch_volume", "mount_to": mount})
-	reqFile := filepath.Join(t.TempDir(), "request.json")
-	data, _ = json.Marshal(req)
-	if err := os.WriteFile(reqFile, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	reqFile := writeRequest(t, req)
 	args := b.runArgs("--tags", "cinder_volume")
 	args = setFlag(args, "--request", reqFile)
 	args = setFlag(dropFlag(args, "--stack"), "--topology", topoFile)
