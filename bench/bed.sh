@@ -95,21 +95,26 @@ for N in $SIZES; do
   base_s="" base_load="" slowest=""
   if [ "${BENCH_SKIP_BASELINE:-0}" != 1 ]; then
     bench/reset.sh > "$LOGS/reset-base-$N.log" 2>&1
-    base_load=$(load); t=$(now)
+    base_load=$(load); bench/cpu.py snap "$LOGS/cpu0"; t=$(now)
     bench/baseline.sh > "$LOGS/baseline-$N.log" 2>&1 ||
       { echo "bench: the baseline failed at N=$N:" >&2; tail -20 "$LOGS/baseline-$N.log" >&2; exit 1; }
     base_s=$(since "$t")
+    bench/cpu.py snap "$LOGS/cpu1"; bench/cpu.py diff "$LOGS/cpu0" "$LOGS/cpu1" > "$LOGS/cpu-baseline-$N.json"
     slowest=$(awk '$1 == "host" && $3 > m {m = $3} END {print m}' "$LOGS/baseline-$N.log")
     log "N=$N: baseline $base_s s (slowest host $slowest s, load $base_load)"
   fi
 
   bench/reset.sh > "$LOGS/reset-hs-$N.log" 2>&1
   first_load=$(load)
+  bench/cpu.py snap "$LOGS/cpu0"
   read -r first_s first_changed first_failed first_unr first_rc < <(heatsible_run "first-$N")
+  bench/cpu.py snap "$LOGS/cpu1"; bench/cpu.py diff "$LOGS/cpu0" "$LOGS/cpu1" > "$LOGS/cpu-first-$N.json"
   log "N=$N: heatsible first run $first_s s, changed $first_changed, exit $first_rc (load $first_load)"
   [ "$first_rc" = 0 ] || { echo "bench: heatsible's first run failed at N=$N, see $LOGS/first-$N.log" >&2; tail -20 "$LOGS/first-$N.log" >&2; exit 1; }
   re_load=$(load)
+  bench/cpu.py snap "$LOGS/cpu0"
   read -r re_s re_changed re_failed re_unr re_rc < <(heatsible_run "rerun-$N")
+  bench/cpu.py snap "$LOGS/cpu1"; bench/cpu.py diff "$LOGS/cpu0" "$LOGS/cpu1" > "$LOGS/cpu-rerun-$N.json"
   log "N=$N: heatsible re-run $re_s s, changed $re_changed, exit $re_rc (load $re_load)"
   [ "$re_rc" = 0 ] || { echo "bench: heatsible's re-run failed at N=$N, see $LOGS/rerun-$N.log" >&2; exit 1; }
   rows+=("$N $first_s $first_changed $re_s $re_changed ${base_s:--} ${slowest:--} $first_load $re_load ${base_load:--} $((first_failed + first_unr + re_failed + re_unr))")
@@ -137,7 +142,7 @@ for line in open(machine_file):
             pass
 def num(x):
     return None if x == "-" else float(x)
-rows = []
+rows, cpu = [], {}
 for line in open(rows_file):
     f = line.split()
     r = {"workers": int(f[0]), "heatsible_first_s": num(f[1]), "first_changed": int(f[2]),
@@ -146,6 +151,23 @@ for line in open(rows_file):
          "load_baseline": num(f[9]), "failed_or_unreachable": int(f[10])}
     r["ratio_heatsible_baseline"] = round(r["heatsible_first_s"] / r["baseline_s"], 3) if r["baseline_s"] else None
     r["ratio_rerun_first"] = round(r["heatsible_rerun_s"] / r["heatsible_first_s"], 3)
+    # CPU seconds by part of the bed (bench/cpu.py); "vms": the cluster's hosts
+    for run in ("baseline", "first", "rerun"):
+        p = os.path.join(os.path.dirname(rows_file), "cpu-%s-%d.json" % (run, r["workers"]))
+        c = json.load(open(p)) if os.path.exists(p) else None
+        cpu.setdefault(r["workers"], {})[run] = c
+        r["cpu_%s_ansible" % run] = c and c["ansible"]
+        r["cpu_%s_vms" % run] = c and round(c["storage"] + c["masters"] + c["workers"], 2)
+        r["cpu_%s_machine" % run] = c and c["machine"]
+        r["cpu_%s_total" % run] = c and c["total"]
+    # the least wall time of any tool that does the baseline's work on the VMs, when the
+    # VMs share this machine's cores: their CPU seconds over the core count
+    r["floor_s"] = round(r["cpu_baseline_vms"] / int(cpus), 2) if r["cpu_baseline_vms"] else None
+    r["floor_ratio"] = round(r["floor_s"] / r["baseline_s"], 3) if r["floor_s"] and r["baseline_s"] else None
+    # what would be left, in CPU seconds, for everything that is not the VMs' own work (the
+    # controller, its SSH clients, Heat discovery) to finish in 0.3 x the baseline on these cores
+    r["budget_at_0_3_cpu_s"] = (round(max(0.0, (0.3 * r["baseline_s"] - r["floor_s"]) * int(cpus)), 2)
+                                if r["floor_s"] and r["baseline_s"] else None)
     rows.append(r)
 by = {r["workers"]: r for r in rows}
 lo, hi = min(by), max(by)
@@ -157,6 +179,7 @@ doc = {"label": label, "commit": commit, "date": when, "nproc": int(cpus), "memo
        "growth_first": {"from": lo, "to": hi, "heatsible": growth, "baseline": bgrowth}}
 doc["nfs_common_purged_before_first_runs"] = purge == "1"
 doc["machine"] = machine
+doc["cpu_seconds"] = {str(k): v for k, v in cpu.items()}
 json.dump(doc, open(os.path.join(out, "results%s.json" % suffix), "w"), indent=1)
 with open(os.path.join(out, "results%s.csv" % suffix), "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
@@ -171,6 +194,16 @@ for r in rows:
         fmt(r["baseline_s"]), fmt(r["ratio_heatsible_baseline"], "%.2f"), fmt(r["ratio_rerun_first"], "%.2f"),
         fmt(r["baseline_slowest_host_s"]), fmt(r["load_first"]), fmt(r["load_rerun"]), fmt(r["load_baseline"])))
 table = "\n".join(lines)
+# where the CPU went, and the floor it sets on this machine
+cl = ["| N workers | baseline CPU s: VMs / Ansible host / this machine / all | heatsible first run: VMs / Ansible host / this machine / all | re-run: all | floor s = baseline's VM CPU / %s cores | floor / baseline | CPU s left at 0.3 x baseline |" % cpus,
+      "|---|---|---|---|---|---|---|"]
+for r in rows:
+    cl.append("| %d | %s / %s / %s / %s | %s / %s / %s / %s | %s | %s | %s | %s |" % (
+        r["workers"], fmt(r["cpu_baseline_vms"]), fmt(r["cpu_baseline_ansible"]), fmt(r["cpu_baseline_machine"]),
+        fmt(r["cpu_baseline_total"]), fmt(r["cpu_first_vms"]), fmt(r["cpu_first_ansible"]), fmt(r["cpu_first_machine"]),
+        fmt(r["cpu_first_total"]), fmt(r["cpu_rerun_total"]), fmt(r["floor_s"]), fmt(r["floor_ratio"], "%.2f"),
+        fmt(r["budget_at_0_3_cpu_s"])))
+cpu_table = "\n".join(cl)
 g = ("growth of the first run from %d to %d workers: heatsible %sx, baseline %sx" %
      (lo, hi, fmt(growth, "%.2f"), fmt(bgrowth, "%.2f"))) if growth else "(one size only: no growth figure)"
 print(table)
@@ -195,7 +228,23 @@ md = ["# make bench: results%s" % ((" (" + label + ")") if suffix else ""), "",
       table, "", g + ".", "",
       "Targets (measured, never asserted): at N=8 heatsible <= 0.3 x baseline; growth 2->16 <= 1.3x;",
       "re-run <= 0.5 x first with 0 changed. \"baseline slowest host\" is the longest single host session of",
-      "the baseline (that host's own work plus one SSH login), a rough floor for any parallel tool.", "",
+      "the baseline (that host's own work plus one SSH login), a rough floor for any parallel tool when",
+      "every VM has CPUs of its own.", "",
+      "## Where the CPU went",
+      "",
+      "CPU seconds used during each measurement, by part of the bed (bench/cpu.py: user+system time of",
+      "every process, by the bed host whose cgroup it is in). VMs: the storage server, the master and the",
+      "workers. Ansible host: Ansible and its SSH clients (the baseline does not use it). This machine: the",
+      "rest - heatsible itself, Heat, Keystone, the Kubernetes control plane, and the baseline's own ssh,",
+      "sshpass and scripts.", "",
+      cpu_table, "",
+      "Here the VMs have no CPUs of their own: they share this machine's %s cores with the Ansible host and" % cpus,
+      "everything else. So no tool that does the baseline's work on the VMs, however parallel, can finish in",
+      "less than the VMs' CPU seconds divided by %s (the floor column). The last column is what would be" % cpus,
+      "left, with both cores busy all the time, for everything that is not the VMs' own work (the",
+      "controller, its SSH clients, Heat discovery) if a tool were to finish in 0.3 x the baseline:",
+      "compare it with ansible-playbook's start alone, %s s here (bench/machine.sh). On a cloud, where each" % fmt(machine.get("ansible_start_s"), "%.2f"),
+      "VM has its own CPUs, the floor is the slowest host's own work instead.", "",
       "How: bench/bed.sh (make bench); baseline bench/baseline.sh; reset between first runs bench/reset.sh.",
       "Raw: results%s.csv, results%s.json." % (suffix, suffix)]
 open(os.path.join(out, "results%s.md" % suffix), "w").write("\n".join(md) + "\n")
