@@ -42,7 +42,9 @@ func TestWriteGolden(t *testing.T) {
 			}
 			golden := filepath.Join("testdata", "k8s-a."+string(f))
 			if *update {
-				os.MkdirAll("testdata", 0o755)
+				if err := os.MkdirAll("testdata", 0o755); err != nil {
+					t.Fatal(err)
+				}
 				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
 					t.Fatal(err)
 				}

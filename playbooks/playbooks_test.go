@@ -48,8 +48,12 @@ func TestRenderGolden(t *testing.T) {
 			}
 			golden := filepath.Join("testdata", name+".yml")
 			if *update {
-				os.MkdirAll("testdata", 0o755)
-				os.WriteFile(golden, out, 0o644)
+				if err := os.MkdirAll("testdata", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, out, 0o644); err != nil {
+					t.Fatal(err)
+				}
 				return
 			}
 			want, err := os.ReadFile(golden)
@@ -91,9 +95,13 @@ func TestSyntaxCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 		pb := filepath.Join(dir, op+".yml")
-		os.WriteFile(pb, out, 0o644)
+		if err := os.WriteFile(pb, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		inv := filepath.Join(dir, "hosts.ini")
-		os.WriteFile(inv, []byte("[nfs_server]\ns\n[kube_control_plane]\nm\n[kube_node]\nw\n[nfs_client:children]\nkube_control_plane\nkube_node\n[external_lb]\nlb\n"), 0o644)
+		if err := os.WriteFile(inv, []byte("[nfs_server]\ns\n[kube_control_plane]\nm\n[kube_node]\nw\n[nfs_client:children]\nkube_control_plane\nkube_node\n[external_lb]\nlb\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		cmd := exec.Command("ansible-playbook", "--syntax-check", "-i", inv, pb)
 		rolesDir, _ := filepath.Abs("../roles")
 		cmd.Env = append(os.Environ(), "ANSIBLE_ROLES_PATH="+rolesDir, "ANSIBLE_HOME="+dir, "ANSIBLE_LOCAL_TEMP="+dir)

@@ -129,11 +129,19 @@ func TestTerminateEndJSON(t *testing.T) {
 	inv := filepath.Join(dir, "kubespray", "inventory", "k8s")
 	req := strings.NewReplacer("/home/ansible/kubespray/inventory/mycluster", inv, "/home/ansible/kubespray", filepath.Join(dir, "kubespray")).Replace(string(data))
 	reqFile := filepath.Join(dir, "request.json")
-	os.WriteFile(reqFile, []byte(req), 0o600)
-	os.MkdirAll(inv, 0o755)
-	os.WriteFile(filepath.Join(inv, "hosts.yaml"), []byte("all: {}\n"), 0o600)
+	if err := os.WriteFile(reqFile, []byte(req), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(inv, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(inv, "hosts.yaml"), []byte("all: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	kh := filepath.Join(dir, "known_hosts")
-	os.WriteFile(kh, nil, 0o600)
+	if err := os.WriteFile(kh, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	code, stdout, stderr := heatsible(t, "-o", "json", "run", "terminate-end", "--local", "--request", reqFile, "--package", "../../testdata/package",
 		"--topology", "../../testdata/topology/k8s-lb.yaml", "--known-hosts", kh)
 	if code != 0 {

@@ -36,8 +36,12 @@ func TestRunReportAndRecord(t *testing.T) {
 	t.Setenv("HEATSIBLE_STATE_DIR", filepath.Join(tmp, "state"))
 	topo := filepath.Join(tmp, "topo.yaml")
 	kh := filepath.Join(tmp, "known_hosts")
-	os.WriteFile(topo, []byte(loopbackTopology), 0o644)
-	os.WriteFile(kh, nil, 0o644)
+	if err := os.WriteFile(topo, []byte(loopbackTopology), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(kh, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	secrets := []string{"test-password-m", "test-password-w", "test-password-s", "password1", "password2"}
 	logRE := regexp.MustCompile(`\(log: (/[^)]+/run\.log)\)"?\n?$`)
 	tests := []struct {

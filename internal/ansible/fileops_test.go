@@ -44,7 +44,9 @@ func TestFiles(t *testing.T) {
 			}
 			// A foreign file keeps the directory.
 			other := filepath.Join(dir, "group_vars.yml")
-			os.WriteFile(other, []byte("x"), 0o600)
+			if err := os.WriteFile(other, []byte("x"), 0o600); err != nil {
+				t.Fatal(err)
+			}
 			if err := f.RemoveFile(ctx, p, true); err != nil {
 				t.Fatal(err)
 			}

@@ -119,7 +119,9 @@ func TestChangedHostKey(t *testing.T) {
 				t.Fatalf("%s is not in the bed's known_hosts", tt.addr)
 			}
 			kh := filepath.Join(t.TempDir(), "known_hosts")
-			os.WriteFile(kh, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+			if err := os.WriteFile(kh, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
 
 			// A run less than ControlPersist (60 s) ago leaves Ansible's SSH
 			// master connections open on the Ansible host, and a new run

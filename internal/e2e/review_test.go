@@ -50,7 +50,9 @@ func TestCheckChangesNothing(t *testing.T) {
 	ss["nfs_server_setup_params"] = append(ss["nfs_server_setup_params"].([]any), map[string]any{"export_dir": mount + "/nfs/review", "export_to": "10.231.0.0/24"})
 	pkg := b.copyPackage(t)
 	manifest := fmt.Sprintf("apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: nfs-review\nspec:\n  capacity:\n    storage: 1Gi\n  accessModes: [ReadWriteMany]\n  persistentVolumeReclaimPolicy: Retain\n  nfs:\n    server: 0.0.0.0\n    path: %s/nfs/review\n", mount)
-	os.WriteFile(filepath.Join(pkg, "Files", "kubernetes", "nfs-review.yaml"), []byte(manifest), 0o644)
+	if err := os.WriteFile(filepath.Join(pkg, "Files", "kubernetes", "nfs-review.yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	k["pv_registration_params"] = append(k["pv_registration_params"].([]any), map[string]any{"pv_manifest_file_path": "Files/kubernetes/nfs-review.yaml", "nfs_server_cp": "storage_server_CP"})
 	reqFile := writeRequest(t, req)
 

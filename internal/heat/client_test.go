@@ -92,7 +92,7 @@ func TestNewClientFromCloudsYAML(t *testing.T) {
 	clearOSEnv(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "clouds.yaml")
-	os.WriteFile(path, []byte(fmt.Sprintf(`clouds:
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(`clouds:
   bed:
     auth:
       auth_url: %s/v3
@@ -102,7 +102,9 @@ func TestNewClientFromCloudsYAML(t *testing.T) {
       user_domain_name: Default
       project_domain_name: Default
     region_name: RegionOne
-`, ks.URL)), 0o600)
+`, ks.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("OS_CLOUD", "bed")
 	t.Setenv("OS_CLIENT_CONFIG_FILE", path)
 	client, err := NewClient(context.Background())

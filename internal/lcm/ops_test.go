@@ -210,7 +210,9 @@ func TestKubesprayInventoryLoads(t *testing.T) {
 	}
 	dir := t.TempDir()
 	p := filepath.Join(dir, "hosts.yaml")
-	os.WriteFile(p, f.KubesprayInventory, 0o600)
+	if err := os.WriteFile(p, f.KubesprayInventory, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command("ansible-inventory", "-i", p, "--list")
 	cmd.Env = append(os.Environ(), "ANSIBLE_HOME="+dir, "ANSIBLE_LOCAL_TEMP="+dir, "ANSIBLE_INVENTORY_UNPARSED_FAILED=True")
 	out, err := cmd.Output()
@@ -282,11 +284,19 @@ func TestTerminateEndRemovesState(t *testing.T) {
 	ks := filepath.Join(t.TempDir(), "kubespray")
 	invDir := filepath.Join(ks, "inventory", "mycluster")
 	req.Cluster.Ansible.KubesprayRootPath, req.Cluster.Ansible.TransferringInventoryPath = ks, invDir
-	os.MkdirAll(filepath.Join(invDir, "group_vars"), 0o755)
-	os.WriteFile(filepath.Join(invDir, "hosts.yaml"), []byte("all: {}\n"), 0o600)
-	os.WriteFile(filepath.Join(invDir, "group_vars", "all.yml"), []byte("x: 1\n"), 0o600)
+	if err := os.MkdirAll(filepath.Join(invDir, "group_vars"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(invDir, "hosts.yaml"), []byte("all: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(invDir, "group_vars", "all.yml"), []byte("x: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	kh := filepath.Join(t.TempDir(), "known_hosts")
-	os.WriteFile(kh, nil, 0o600)
+	if err := os.WriteFile(kh, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	topoFile := filepath.Join(t.TempDir(), "topology.yaml")
 	if err := topo.Save(topoFile); err != nil {
 		t.Fatal(err)

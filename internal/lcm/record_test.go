@@ -162,7 +162,9 @@ func TestPrune(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	os.Mkdir(filepath.Join(base, "notes"), 0o700)
+	if err := os.Mkdir(filepath.Join(base, "notes"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	prune(base, RecordsKept)
 	entries, _ := os.ReadDir(base)
 	var names []string
@@ -202,7 +204,9 @@ volumes:
 		t.Fatal(err)
 	}
 	kh := filepath.Join(tmp, "known_hosts")
-	os.WriteFile(kh, nil, 0o644)
+	if err := os.WriteFile(kh, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	req, _ := fixture(t, "valid")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
