@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Agent overhead on a synthetic 500-node cluster, no hosts involved:
 #  - go test -bench: inventory build+write, run preparation, bundle staging,
-#    Heat discovery (fixture server, which also counts requests);
+#    Heat discovery of 5, 50 and 500 nodes (fixture server, which counts the
+#    requests: requests/op);
 #  - peak RSS and wall time of "heatsible inventory" and "heatsible topology"
 #    on a 500-node topology file.
 # Prints figures; asserts nothing (targets are in the issue tracker and

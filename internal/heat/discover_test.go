@@ -312,7 +312,7 @@ func TestDiscoverMemberCP(t *testing.T) {
 // Synthetic stacks grown from the recorded shape: the number of requests
 // must not depend on the number of nodes.
 func TestDiscoverScale(t *testing.T) {
-	for _, total := range []int{50, 500} {
+	for _, total := range []int{5, 50, 500} {
 		t.Run(fmt.Sprint(total), func(t *testing.T) {
 			f := recorded(t)
 			f.grow(t, total)
@@ -358,19 +358,28 @@ func TestNodeNames(t *testing.T) {
 	}
 }
 
-// BenchmarkDiscover discovers a 500-node stack from the fixture server.
+// BenchmarkDiscover discovers stacks of 5, 50 and 500 nodes from the
+// fixture server, which counts the requests (requests/op).
 func BenchmarkDiscover(b *testing.B) {
-	f := recorded(b)
-	f.grow(b, 500)
-	client, srv := serve(b, f)
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := Discover(ctx, client, f.name, tacker()); err != nil {
-			b.Fatal(err)
-		}
+	for _, total := range []int{5, 50, 500} {
+		b.Run(fmt.Sprintf("nodes=%d", total), func(b *testing.B) {
+			f := recorded(b)
+			f.grow(b, total)
+			client, srv := serve(b, f)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				topo, err := Discover(ctx, client, f.name, tacker())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(topo.Nodes) != total {
+					b.Fatalf("%d nodes, want %d", len(topo.Nodes), total)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(srv.count())/float64(b.N), "requests/op")
+		})
 	}
-	b.StopTimer()
-	b.ReportMetric(float64(srv.count())/float64(b.N), "requests/op")
 }
