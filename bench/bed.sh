@@ -74,6 +74,10 @@ heatsible_run() {
     "$LOGS/$name.json" 2>/dev/null || echo "$secs -1 -1 -1 $rc"
 }
 
+# CPU seconds by part of the bed between cpu_mark and cpu_since NAME (bench/cpu.py) -> LOGS/cpu-NAME.json
+cpu_mark() { bench/cpu.py snap "$LOGS/cpu0"; }
+cpu_since() { bench/cpu.py snap "$LOGS/cpu1"; bench/cpu.py diff "$LOGS/cpu0" "$LOGS/cpu1" > "$LOGS/cpu-$1.json"; }
+
 # what a page fault and an Ansible task cost on this machine (bench/machine.sh)
 bench/machine.sh > "$LOGS/machine" 2>&1 || echo "bench: bench/machine.sh failed, see $LOGS/machine" >&2
 log "machine: $(tr '\n' ' ' < "$LOGS/machine")"
@@ -95,26 +99,26 @@ for N in $SIZES; do
   base_s="" base_load="" slowest=""
   if [ "${BENCH_SKIP_BASELINE:-0}" != 1 ]; then
     bench/reset.sh > "$LOGS/reset-base-$N.log" 2>&1
-    base_load=$(load); bench/cpu.py snap "$LOGS/cpu0"; t=$(now)
+    base_load=$(load); cpu_mark; t=$(now)
     bench/baseline.sh > "$LOGS/baseline-$N.log" 2>&1 ||
       { echo "bench: the baseline failed at N=$N:" >&2; tail -20 "$LOGS/baseline-$N.log" >&2; exit 1; }
     base_s=$(since "$t")
-    bench/cpu.py snap "$LOGS/cpu1"; bench/cpu.py diff "$LOGS/cpu0" "$LOGS/cpu1" > "$LOGS/cpu-baseline-$N.json"
+    cpu_since "baseline-$N"
     slowest=$(awk '$1 == "host" && $3 > m {m = $3} END {print m}' "$LOGS/baseline-$N.log")
     log "N=$N: baseline $base_s s (slowest host $slowest s, load $base_load)"
   fi
 
   bench/reset.sh > "$LOGS/reset-hs-$N.log" 2>&1
   first_load=$(load)
-  bench/cpu.py snap "$LOGS/cpu0"
+  cpu_mark
   read -r first_s first_changed first_failed first_unr first_rc < <(heatsible_run "first-$N")
-  bench/cpu.py snap "$LOGS/cpu1"; bench/cpu.py diff "$LOGS/cpu0" "$LOGS/cpu1" > "$LOGS/cpu-first-$N.json"
+  cpu_since "first-$N"
   log "N=$N: heatsible first run $first_s s, changed $first_changed, exit $first_rc (load $first_load)"
   [ "$first_rc" = 0 ] || { echo "bench: heatsible's first run failed at N=$N, see $LOGS/first-$N.log" >&2; tail -20 "$LOGS/first-$N.log" >&2; exit 1; }
   re_load=$(load)
-  bench/cpu.py snap "$LOGS/cpu0"
+  cpu_mark
   read -r re_s re_changed re_failed re_unr re_rc < <(heatsible_run "rerun-$N")
-  bench/cpu.py snap "$LOGS/cpu1"; bench/cpu.py diff "$LOGS/cpu0" "$LOGS/cpu1" > "$LOGS/cpu-rerun-$N.json"
+  cpu_since "rerun-$N"
   log "N=$N: heatsible re-run $re_s s, changed $re_changed, exit $re_rc (load $re_load)"
   [ "$re_rc" = 0 ] || { echo "bench: heatsible's re-run failed at N=$N, see $LOGS/rerun-$N.log" >&2; exit 1; }
   rows+=("$N $first_s $first_changed $re_s $re_changed ${base_s:--} ${slowest:--} $first_load $re_load ${base_load:--} $((first_failed + first_unr + re_failed + re_unr))")
@@ -204,6 +208,12 @@ for r in rows:
         fmt(r["cpu_first_total"]), fmt(r["cpu_rerun_total"]), fmt(r["floor_s"]), fmt(r["floor_ratio"], "%.2f"),
         fmt(r["budget_at_0_3_cpu_s"])))
 cpu_table = "\n".join(cl)
+# bench/cpu.py's sum against the machine's own busy time (/proc/stat): what it missed
+cover = sorted((c["total"] / c["proc_stat"], "%s at N=%d" % (run, n))
+               for n, v in cpu.items() for run, c in v.items() if c and c.get("proc_stat"))
+cover_line = ("Accounting check: the groups add up to %.0f-%.0f %% of the machine's busy time in /proc/stat "
+              "(lowest: %s; bench/cpu.py says what it can miss)." %
+              (100 * cover[0][0], 100 * cover[-1][0], cover[0][1])) if cover else ""
 g = ("growth of the first run from %d to %d workers: heatsible %sx, baseline %sx" %
      (lo, hi, fmt(growth, "%.2f"), fmt(bgrowth, "%.2f"))) if growth else "(one size only: no growth figure)"
 print(table)
@@ -237,7 +247,7 @@ md = ["# make bench: results%s" % ((" (" + label + ")") if suffix else ""), "",
       "workers. Ansible host: Ansible and its SSH clients (the baseline does not use it). This machine: the",
       "rest - heatsible itself, Heat, Keystone, the Kubernetes control plane, and the baseline's own ssh,",
       "sshpass and scripts.", "",
-      cpu_table, "",
+      cpu_table, "", cover_line, "",
       "Here the VMs have no CPUs of their own: they share this machine's %s cores with the Ansible host and" % cpus,
       "everything else. So no tool that does the baseline's work on the VMs, however parallel, can finish in",
       "less than the VMs' CPU seconds divided by %s (the floor column). The last column is what would be" % cpus,

@@ -19,8 +19,9 @@ plus that of the children it has reaped (utime, stime, cutime, cstime in
 processes that have exited as well, because every exited process has been
 reaped by a live one (its parent, or the host's init). The host a process
 belongs to is its cgroup: testbed/bin/bed puts each host in "hs-NAME".
-A process that exits unreaped by a live one is missed: compare "total" with
-"proc_stat".
+Not exact: a process reaped by a parent that ignores SIGCHLD adds nothing, and
+one that exited before the first snapshot but was reaped after it counts in
+full: compare "total" with "proc_stat".
 """
 import json
 import os
