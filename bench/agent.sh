@@ -6,7 +6,7 @@
 #  - peak RSS and wall time of "heatsible inventory" and "heatsible topology"
 #    on a 500-node topology file.
 # Prints figures; asserts nothing (targets are in the issue tracker and
-# README, not in tests).
+# docs/performance.md, not in tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-500}

@@ -27,7 +27,7 @@
 # (bench/reset.sh), HEATSIBLE (the binary; default bin/heatsible, built if
 # missing), BENCH_RUN_ARGS (extra heatsible run flags, e.g. "--forks 5"),
 # BENCH_LABEL (a name for this series in the output).
-# Asserts nothing about speed: the targets are in the README and results.md.
+# Asserts nothing about speed: the targets are in docs/performance.md and results.md.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
