@@ -357,6 +357,7 @@ func TestKubesprayRunGetsVars(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Logf("the stand-in's record %s:\n%s", filepath.Base(rec.path), data)
 			for _, s := range []string{"password1", "password2", "test-password"} {
 				if strings.Contains(string(data), s) {
 					t.Errorf("the stand-in's record holds %q:\n%s", s, data)
