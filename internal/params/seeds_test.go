@@ -150,3 +150,27 @@ func jsonDiff(t *testing.T, a, b string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestProxyPortNeverEchoesThePassword: the message about a proxy URL's bad
+// port quotes the port, never what stands before the host, whatever a
+// password holds (QQ marks the secret parts).
+func TestProxyPortNeverEchoesThePassword(t *testing.T) {
+	for _, u := range []string{
+		"http://QQuser:QQpw@host1:port1",
+		"http://QQuser:QQp/a:ss@QQrd@host:port1",
+		"http://QQuser:QQs?x:y@host:port1",
+		"http://QQuser:QQs#frag:zz@host:port1",
+		"http://QQuser:QQpw@host:99999",
+		"http://QQuser:QQpw@host:port2/path:x",
+	} {
+		var ps Problems
+		validateProxy(&ps, "proxy", &Proxy{HTTPProxy: u})
+		if len(ps) != 1 {
+			t.Errorf("%s: %v, want one problem", u, ps)
+			continue
+		}
+		if strings.Contains(ps[0].Msg, "QQ") {
+			t.Errorf("%s: the message echoes a secret part: %s", u, ps[0].Msg)
+		}
+	}
+}

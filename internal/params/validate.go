@@ -494,17 +494,19 @@ func hasInvisible(s string) bool {
 
 // badPort finds the port of a URL that url.Parse refused, such as the
 // seeds' "http://user1:password1@host1:port1": ok when the authority has a
-// port and it is no number from 1 to 65535.
+// port and it is no number from 1 to 65535. The port is taken after the
+// last '@' (a password may hold '/', '?' or '@' unescaped), and returned
+// only when it is a short word: whatever else it holds is never echoed.
 func badPort(u string) (port string, ok bool) {
 	_, rest, found := strings.Cut(u, "://")
 	if !found {
 		return "", false
 	}
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		rest = rest[:i]
-	}
 	if i := strings.LastIndex(rest, "@"); i >= 0 {
 		rest = rest[i+1:]
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
 	}
 	if i := strings.LastIndex(rest, "]"); i >= 0 { // [IPv6]:port
 		rest = rest[i+1:]
@@ -513,8 +515,13 @@ func badPort(u string) (port string, ok bool) {
 	if i < 0 || isPort(rest[i+1:]) {
 		return "", false
 	}
-	return rest[i+1:], true
+	if port = rest[i+1:]; !portWord.MatchString(port) {
+		port = "(not shown)"
+	}
+	return port, true
 }
+
+var portWord = regexp.MustCompile(`^[A-Za-z0-9_-]{1,20}$`)
 
 func isPort(s string) bool {
 	n := 0
