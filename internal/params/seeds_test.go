@@ -174,3 +174,34 @@ func TestProxyPortNeverEchoesThePassword(t *testing.T) {
 		}
 	}
 }
+
+// TestKubesprayCIDRs: with kubespray, pod_cidr and cluster_cidr go to
+// kubespray's IPv4 variables: an IPv6 network is refused with its field
+// path; without kubespray heatsible does not use them and says nothing.
+func TestKubesprayCIDRs(t *testing.T) {
+	for _, tc := range []struct {
+		kubespray bool
+		pod       string
+		want      string
+	}{
+		{true, "fd00:10::/56", Prefix + `.master_node.pod_cidr: "fd00:10::/56" is an IPv6 network; heatsible hands kubespray kube_pods_subnet, which is IPv4`},
+		{false, "fd00:10::/56", ""},
+		{true, "192.168.0.0/16", ""},
+	} {
+		req, err := Load(filepath.Join(testdata, "seeds", "kubespray-spec.concrete.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Cluster.MasterNode.PodCIDR = tc.pod
+		if !tc.kubespray {
+			req.Cluster.Ansible.KubesprayRootPath, req.Cluster.Ansible.TransferringInventoryPath = "", ""
+		}
+		err = req.Validate(Options{PackageDir: filepath.Join(testdata, "seeds", "package")})
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("kubespray %v, pod_cidr %s: %v", tc.kubespray, tc.pod, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("kubespray %v, pod_cidr %s: %v, want %q", tc.kubespray, tc.pod, err, tc.want)
+		}
+	}
+}
