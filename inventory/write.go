@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"regexp"
 	"strings"
 
 	"gopkg.in/ini.v1"
@@ -59,6 +60,9 @@ func (inv *Inventory) WriteINI(w io.Writer) error {
 	for _, h := range inv.Hosts {
 		parts := make([]string, len(h.Vars))
 		for i, v := range h.Vars {
+			if !safeValue.MatchString(v.Value) && !VarRef.MatchString(v.Value) {
+				return fmt.Errorf("inventory: host %s: %s %q needs quoting that an INI inventory line cannot be trusted with", h.Name, v.Name, v.Value)
+			}
 			parts[i] = v.Name + "=" + iniValue(v.Value)
 		}
 		if len(parts) == 0 {
@@ -103,6 +107,12 @@ func (inv *Inventory) WriteINI(w io.Writer) error {
 	return err
 }
 
+// VarRef is a reference to another variable, "{{ name.key }}", the one
+// Jinja expression heatsible writes into an inventory (kubespray's hosts'
+// passwords, resolved from the run's 0600 vars file). Its characters need
+// no escaping in INI (inside double quotes) or YAML.
+var VarRef = regexp.MustCompile(`^\{\{ [A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)* \}\}$`)
+
 // iniValue writes v so that Ansible reads it back as the string v. Ansible's
 // INI plugin splits a host line with shlex and then hands each value to
 // Python's ast.literal_eval: 1e3, 0x10, 1_000, -1, 1-2j, True or None would
@@ -114,6 +124,11 @@ func (inv *Inventory) WriteINI(w io.Writer) error {
 // Python literals and stay as they are.
 func iniValue(v string) string {
 	switch {
+	case VarRef.MatchString(v):
+		// shlex removes the double quotes and keeps the spaces inside;
+		// literal_eval cannot read "{{ a.b }}" and leaves it a string,
+		// which Ansible templates when it uses it.
+		return `"` + v + `"`
 	case v == "True" || v == "False" || v == "None":
 	case v == "" || strings.ContainsAny(v[:1], "+-.0123456789") && !strings.ContainsAny(v, ":@") && !isIPv4(v):
 	default:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -147,5 +148,32 @@ func writePlan(w io.Writer, p *lcm.Plan, src lcm.Source) {
 	fmt.Fprintf(w, "\n%d of %d steps run, on %d hosts%s\n", runs, len(p.Steps), len(p.Hosts), hostList)
 	for _, warning := range p.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warning)
+	}
+	if k := p.Kubespray; k != nil {
+		writeKubespray(w, k)
+	}
+}
+
+// writeKubespray prints what the kubespray steps get: the inventory and the
+// variables (secrets masked), so that a reviewer sees them before the run.
+func writeKubespray(w io.Writer, k *lcm.KubesprayPlan) {
+	fmt.Fprintf(w, "\nkubespray (root %s) gets in every kubespray step:\n", k.Root)
+	fmt.Fprintf(w, "   inventory: -i %s (%s, mode 0600; passwords only as references to the vars file)\n", k.Inventory, strings.ToUpper(k.InventoryFormat))
+	fmt.Fprintf(w, "   vars:      -e @%s (mode 0600, in the run bundle): the masters' and workers' passwords, and from the request (secrets masked):\n", k.VarsFile)
+	if len(k.Vars) == 0 {
+		fmt.Fprintf(w, "      nothing: kubespray's defaults and the inventory's group_vars apply\n")
+		return
+	}
+	keys := make([]string, 0, len(k.Vars))
+	for name := range k.Vars {
+		keys = append(keys, name)
+	}
+	sort.Strings(keys)
+	for _, name := range keys {
+		v := k.Vars[name]
+		if l, ok := v.([]string); ok {
+			v = "[" + strings.Join(l, ", ") + "]"
+		}
+		fmt.Fprintf(w, "      %s: %v\n", name, v)
 	}
 }

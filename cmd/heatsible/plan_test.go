@@ -85,3 +85,56 @@ func TestPlanErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanSeeds plans the seeds' sample bodies (testdata/seeds, their
+// placeholders made concrete) on topologies with their CP names: the
+// kubespray spec's body shows the INI inventory its
+// transferring_inventory_path names and the variables kubespray gets,
+// secrets masked; the PV spec's, whose storage_server has no nic_cp_name,
+// plans its three PVs.
+func TestPlanSeeds(t *testing.T) {
+	seeds := filepath.Join(td, "seeds")
+	tests := []struct {
+		golden, body, topology, warning string
+		json                            bool
+	}{
+		{"plan_seed_kubespray.txt", "kubespray-spec", "topology-kubespray.yaml", `pod_cidr: "192.168.3.0/16" has host bits set`, false},
+		{"plan_seed_kubespray.json", "kubespray-spec", "topology-kubespray.yaml", "", true},
+		{"plan_seed_pv_spec.txt", "pv-spec", "topology-pv.yaml", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.golden, func(t *testing.T) {
+			args := []string{"plan", "instantiate-end", "--request", filepath.Join(seeds, tt.body+".concrete.json"),
+				"--package", filepath.Join(seeds, "package"), "--topology", filepath.Join(seeds, tt.topology)}
+			if tt.json {
+				args = append([]string{"-o", "json"}, args...)
+			}
+			code, out, errs := heatsible(t, args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			if !strings.Contains(errs, tt.warning) {
+				t.Errorf("stderr lacks %q:\n%s", tt.warning, errs)
+			}
+			for _, secret := range []string{"password1", "password2", "user1", "user2"} {
+				if strings.Contains(out, secret) {
+					t.Errorf("the plan shows the proxy's %s:\n%s", secret, out)
+				}
+			}
+			p := filepath.Join("testdata", tt.golden)
+			if *update {
+				if err := os.WriteFile(p, []byte(out), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatalf("%v (go test ./cmd/heatsible -run TestPlanSeeds -update creates it)", err)
+			}
+			if out != string(want) {
+				t.Errorf("output differs from %s (-update rewrites it):\n%s", p, out)
+			}
+		})
+	}
+}

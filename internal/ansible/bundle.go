@@ -81,6 +81,12 @@ type BundleSpec struct {
 	// SecretValues are masked in events, output and records, on top of
 	// every string value found in Secrets.
 	SecretValues []string
+	// VarsFiles are more vars files (file name -> content), written 0600
+	// at the bundle's top like Secrets, for runs that pass one instead of
+	// Secrets (RunOptions.VarsFile), e.g. what heatsible hands kubespray.
+	// Their values are not masked as such (most are not secret): list the
+	// secrets among them in SecretValues, or in Secrets too.
+	VarsFiles map[string][]byte
 	// Files are extra files (relative path -> content, mode 0644), e.g.
 	// prepared PV manifests under manifests/.
 	Files map[string][]byte
@@ -109,6 +115,7 @@ type Bundle struct {
 
 var (
 	groupNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+	varsFileRE  = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*\.yml$`)
 	nameRE      = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 )
 
@@ -183,6 +190,14 @@ func (b *Bundle) write() error {
 	if err := writeFile(b.Dir, SecretsFile, orEmptyMap(b.spec.Secrets), 0o600); err != nil {
 		return err
 	}
+	for name, data := range b.spec.VarsFiles {
+		if !varsFileRE.MatchString(name) || b.reserved(name) {
+			return fmt.Errorf("vars file %q: want a plain .yml file name of its own", name)
+		}
+		if err := writeFile(b.Dir, name, orEmptyMap(data), 0o600); err != nil {
+			return err
+		}
+	}
 	if err := writeFile(b.Dir, InventoryDir+"/"+b.invName, b.spec.Inventory, 0o644); err != nil {
 		return err
 	}
@@ -214,7 +229,7 @@ func (b *Bundle) write() error {
 	}
 	for rel, data := range b.spec.Files {
 		clean := path.Clean(rel)
-		if path.IsAbs(clean) || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") || b.reserved(clean) {
+		if _, vars := b.spec.VarsFiles[clean]; vars || path.IsAbs(clean) || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") || b.reserved(clean) {
 			return fmt.Errorf("extra file %q: want a relative path outside the bundle's own files", rel)
 		}
 		if err := writeFile(b.Dir, clean, data, 0o644); err != nil {

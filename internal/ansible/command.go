@@ -38,6 +38,10 @@ type RunOptions struct {
 	// ExtraVars go into argv as JSON: non-secret values only. Command
 	// refuses a value that matches a known secret.
 	ExtraVars map[string]any
+	// VarsFile is the bundle's vars file passed with -e @ instead of
+	// secrets.yml: one of BundleSpec.VarsFiles (e.g. kubespray's, which
+	// must not get heatsible's own variables).
+	VarsFile string
 	// Playbooks replace the bundle's playbook.yml, e.g. "cluster.yml" of
 	// kubespray; relative paths resolve against Dir.
 	Playbooks []string
@@ -94,9 +98,16 @@ func Command(b *Bundle, root string, opts RunOptions) ([]string, error) {
 	if opts.Inventory != "" {
 		inv = opts.Inventory
 	}
+	varsFile := SecretsFile
+	if opts.VarsFile != "" {
+		if _, ok := b.spec.VarsFiles[opts.VarsFile]; !ok {
+			return nil, fmt.Errorf("building ansible-playbook command: the bundle has no vars file %q", opts.VarsFile)
+		}
+		varsFile = opts.VarsFile
+	}
 	pbo := &playbook.AnsiblePlaybookOptions{
 		Inventory:     inv,
-		ExtraVarsFile: []string{"@" + root + "/" + SecretsFile},
+		ExtraVarsFile: []string{"@" + root + "/" + varsFile},
 		ExtraVars:     opts.ExtraVars,
 		Check:         opts.Check,
 		Diff:          opts.Diff,

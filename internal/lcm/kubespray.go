@@ -1,23 +1,33 @@
 package lcm
 
 import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/params"
 	"github.com/heatsible/heatsible/internal/topology"
 	"github.com/heatsible/heatsible/inventory"
 )
 
-// kubesprayInventory is the inventory heatsible hands kubespray: kubespray's
-// groups only (kube_control_plane, etcd, kube_node, calico_rr, k8s_cluster),
-// hosts named as heatsible names them (kubespray registers the nodes under
-// these names), connection settings inline because the file lives outside
-// the run bundle and its group_vars, and passwords only as references to the
-// run's secrets file, which every kubespray run gets with -e @. Nodes in
-// without are left out (scale-in, heal of a node).
-func kubesprayInventory(req *params.Request, t *topology.Topology, without []string) ([]byte, error) {
-	drop := map[string]bool{}
-	for _, n := range without {
-		drop[n] = true
-	}
+// KubesprayVarsFile is the run bundle's vars file that every kubespray run
+// gets with -e @ (mode 0600): the variables heatsible hands kubespray (see
+// kubesprayVars) and the passwords the kubespray inventory refers to. It
+// replaces secrets.yml for those runs, so kubespray gets none of
+// heatsible's own variables (heatsible's proxy_env would override
+// kubespray's variable of that name).
+const KubesprayVarsFile = "kubespray-vars.yml"
+
+// kubesprayInventory is the inventory heatsible hands kubespray, in format:
+// kubespray's groups only (kube_control_plane, etcd, kube_node, calico_rr,
+// k8s_cluster), hosts named as heatsible names them (kubespray registers the
+// nodes under these names), connection settings inline because the file
+// lives outside the run bundle and its group_vars, and passwords only as
+// references to the run's kubespray vars file, which every kubespray run
+// gets with -e @. Nodes in without are left out (scale-in, heal of a node).
+func kubesprayInventory(req *params.Request, t *topology.Topology, without []string, format inventory.Format) ([]byte, error) {
 	c := req.Cluster
 	type conn struct{ user, secret string }
 	byRole := map[topology.Role]conn{}
@@ -27,47 +37,45 @@ func kubesprayInventory(req *params.Request, t *topology.Topology, without []str
 	if w := c.WorkerNode; w != nil {
 		byRole[topology.RoleWorker] = conn{w.Username, "worker_password"}
 	}
-	hosts := map[string]any{}
+	inv := &inventory.Inventory{}
 	var masters, workers []string
 	for _, n := range t.Nodes {
-		if drop[n.Name] || (n.Role != topology.RoleMaster && n.Role != topology.RoleWorker) {
+		if slices.Contains(without, n.Name) || (n.Role != topology.RoleMaster && n.Role != topology.RoleWorker) {
 			continue
 		}
-		h := map[string]any{"ansible_host": n.SSHAddress, "ip": n.Address, "access_ip": n.Address}
-		if cn := byRole[n.Role]; cn.user != "" {
-			h["ansible_user"] = cn.user
+		vars := []inventory.Var{{Name: "ansible_host", Value: n.SSHAddress}, {Name: "ip", Value: n.Address}, {Name: "access_ip", Value: n.Address}}
+		cn := byRole[n.Role]
+		if cn.user != "" {
+			vars = append(vars, inventory.Var{Name: "ansible_user", Value: cn.user})
 		}
-		if cn := byRole[n.Role]; cn.secret != "" && hasSecret(req, n.Role) {
+		if hasSecret(req, n.Role) {
 			ref := "{{ heatsible_secrets." + cn.secret + " }}"
-			h["ansible_password"], h["ansible_become_password"] = ref, ref
+			vars = append(vars, inventory.Var{Name: "ansible_password", Value: ref}, inventory.Var{Name: "ansible_become_password", Value: ref})
 		}
-		hosts[n.Name] = h
+		inv.Hosts = append(inv.Hosts, inventory.Host{Name: n.Name, Vars: vars})
 		if n.Role == topology.RoleMaster {
 			masters = append(masters, n.Name)
 		} else {
 			workers = append(workers, n.Name)
 		}
 	}
-	group := func(names []string) map[string]any {
-		hs := map[string]any{}
-		for _, n := range names {
-			hs[n] = nil
-		}
-		return map[string]any{"hosts": hs}
+	inv.Groups = []inventory.Group{
+		{Name: inventory.GroupKubeControlPlane, Hosts: masters},
+		{Name: inventory.GroupEtcd, Hosts: masters},
+		{Name: inventory.GroupKubeNode, Hosts: workers},
+		{Name: inventory.GroupCalicoRR},
+		{Name: inventory.GroupK8sCluster, Children: []string{inventory.GroupKubeControlPlane, inventory.GroupKubeNode, inventory.GroupCalicoRR}},
 	}
-	doc := map[string]any{"all": map[string]any{
-		"hosts": hosts,
-		"children": map[string]any{
-			inventory.GroupKubeControlPlane: group(masters),
-			inventory.GroupEtcd:             group(masters),
-			inventory.GroupKubeNode:         group(workers),
-			inventory.GroupCalicoRR:         map[string]any{"hosts": map[string]any{}},
-			inventory.GroupK8sCluster: map[string]any{"children": map[string]any{
-				inventory.GroupKubeControlPlane: nil, inventory.GroupKubeNode: nil, inventory.GroupCalicoRR: nil,
-			}},
-		},
-	}}
-	return marshal(doc)
+	var buf bytes.Buffer
+	if format == inventory.INI {
+		buf.WriteString("# Written by heatsible for kubespray; passwords are references to the run's 0600 vars file.\n")
+	} else {
+		buf.WriteString("---\n# Written by heatsible for kubespray; passwords are references to the run's 0600 vars file.\n")
+	}
+	if err := inv.Write(&buf, format); err != nil {
+		return nil, fmt.Errorf("writing the kubespray inventory: %w", err)
+	}
+	return buf.Bytes(), nil
 }
 
 func hasSecret(req *params.Request, r topology.Role) bool {
@@ -79,4 +87,114 @@ func hasSecret(req *params.Request, r topology.Role) bool {
 		return c.WorkerNode != nil && c.WorkerNode.Password != ""
 	}
 	return false
+}
+
+// kubesprayVars are the variables heatsible hands every kubespray run, from
+// the request (variable names as kubespray's roles define them; which file
+// of kubespray says so is in docs/kubespray.md). Only what the request
+// gives is set: anything else stays as kubespray's defaults and the
+// inventory's group_vars have it. Extra vars win over group_vars, so what
+// the request says is what kubespray gets.
+//
+//   - master_node.pod_cidr: kube_pods_subnet; cluster_cidr:
+//     kube_service_addresses (as networks: host bits cleared);
+//   - proxy.http_proxy, https_proxy: http_proxy, https_proxy;
+//   - proxy.no_proxy, k8s_node_cidr, every master's and worker's address and
+//     cluster_cp_name's address: additional_no_proxy. kubespray builds
+//     no_proxy from it and what it knows itself (nodes, localhost, the
+//     service and pod networks, svc, the API load balancer); setting
+//     no_proxy instead would switch that off;
+//   - cluster_cp_name's address: supplementary_addresses_in_ssl_keys, the
+//     extra names of the API server's certificate.
+func kubesprayVars(req *params.Request, t *topology.Topology) map[string]any {
+	c := req.Cluster
+	vars := map[string]any{}
+	clusterCP := ""
+	if m := c.MasterNode; m != nil {
+		if v := params.KubesprayCIDR(m.PodCIDR); v != "" {
+			vars["kube_pods_subnet"] = v
+		}
+		if v := params.KubesprayCIDR(m.ClusterCIDR); v != "" {
+			vars["kube_service_addresses"] = v
+		}
+		if m.ClusterCPName != "" {
+			if clusterCP = t.CPs[m.ClusterCPName]; clusterCP != "" {
+				vars["supplementary_addresses_in_ssl_keys"] = []string{clusterCP}
+			}
+		}
+	}
+	if p := c.Proxy; p != nil && (p.HTTPProxy != "" || p.HTTPSProxy != "" || p.NoProxy != "") {
+		if p.HTTPProxy != "" {
+			vars["http_proxy"] = p.HTTPProxy
+		}
+		if p.HTTPSProxy != "" {
+			vars["https_proxy"] = p.HTTPSProxy
+		}
+		var np []string
+		add := func(s string) {
+			if s = strings.TrimSpace(s); s != "" && !slices.Contains(np, s) {
+				np = append(np, s)
+			}
+		}
+		for _, s := range strings.Split(p.NoProxy, ",") {
+			add(s)
+		}
+		add(params.KubesprayCIDR(p.K8sNodeCIDR))
+		for _, n := range t.Nodes {
+			if n.Role == topology.RoleMaster || n.Role == topology.RoleWorker {
+				add(n.Address)
+			}
+		}
+		add(clusterCP)
+		vars["additional_no_proxy"] = strings.Join(np, ",")
+	}
+	return vars
+}
+
+// kubesprayVarsFile is KubesprayVarsFile's content: vars, and the passwords
+// the kubespray inventory refers to ("{{ heatsible_secrets.* }}").
+func kubesprayVarsFile(req *params.Request, vars map[string]any) ([]byte, error) {
+	secrets := map[string]string{}
+	if m := req.Cluster.MasterNode; m != nil && m.Password != "" {
+		secrets["master_password"] = m.Password
+	}
+	if w := req.Cluster.WorkerNode; w != nil && w.Password != "" {
+		secrets["worker_password"] = w.Password
+	}
+	doc := map[string]any{"heatsible_secrets": secrets}
+	for k, v := range vars {
+		doc[k] = v
+	}
+	return marshal(doc)
+}
+
+// MaskedKubesprayVars is vars as a reviewer may see them: the user
+// information of proxy URLs (user:password@) masked.
+func MaskedKubesprayVars(vars map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range vars {
+		if s, ok := v.(string); ok && (k == "http_proxy" || k == "https_proxy") {
+			v = maskUserinfo(s)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// maskUserinfo replaces the user information of URL u (scheme://user:pw@)
+// with ansible.Masked.
+func maskUserinfo(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
+	}
+	end := len(rest)
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		end = i
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return u
+	}
+	return scheme + "://" + ansible.Masked + rest[at:]
 }

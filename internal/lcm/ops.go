@@ -2,7 +2,6 @@ package lcm
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 
@@ -300,19 +299,50 @@ func canHealMaster(req *params.Request, t *topology.Topology, n topology.Node) e
 	return nil
 }
 
-// kubesprayInventoryPath is where the kubespray inventory goes on the
-// machine that runs Ansible: transferring_inventory_path itself when it
-// names a .yaml/.yml file, else hosts.yaml inside that directory.
-func kubesprayInventoryPath(req *params.Request) (string, error) {
-	p := path.Clean(req.Cluster.Ansible.TransferringInventoryPath)
-	if !path.IsAbs(p) {
-		return "", fmt.Errorf("%s.ansible.transferring_inventory_path: %q is not an absolute path on the Ansible host", params.Prefix, p)
+// addKubespray fills in what the kubespray phases of f.Phases need: where
+// the inventory goes and in which format (params.InventoryFile, the one
+// function validate, plan and run ask), the inventory itself, and the
+// variables every kubespray run gets.
+func (f *Files) addKubespray(req *params.Request, t *topology.Topology) error {
+	for _, ph := range f.Phases {
+		switch ph.Kind {
+		case PhaseWriteInventory, PhaseRemoveInventory, PhaseKubespray:
+		default:
+			continue
+		}
+		if f.KubesprayRoot == "" {
+			inv, prob := req.Cluster.Ansible.InventoryFile()
+			if prob != nil {
+				return params.Problems{*prob}
+			}
+			f.KubesprayInventoryPath, f.KubesprayInventoryFormat = inv.Path, inv.Format
+			f.KubesprayRoot = req.Cluster.Ansible.KubesprayRootPath
+		}
+		switch ph.Kind {
+		case PhaseWriteInventory:
+			b, err := kubesprayInventory(req, t, ph.Hosts, f.KubesprayInventoryFormat)
+			if err != nil {
+				return err
+			}
+			f.KubesprayInventory = b
+		case PhaseKubespray:
+			if f.KubesprayVarsYAML == nil {
+				f.KubesprayVars = kubesprayVars(req, t)
+				b, err := kubesprayVarsFile(req, f.KubesprayVars)
+				if err != nil {
+					return err
+				}
+				f.KubesprayVarsYAML = b
+			}
+		}
 	}
-	switch path.Ext(p) {
-	case ".yaml", ".yml":
-		return p, nil
-	case ".ini", ".json", ".cfg", ".txt":
-		return "", fmt.Errorf("%s.ansible.transferring_inventory_path: %q: heatsible writes a YAML inventory; give a .yaml file or a directory (it then writes hosts.yaml in it)", params.Prefix, p)
+	return nil
+}
+
+// VarsFiles are the bundle's vars files besides secrets.yml.
+func (f *Files) VarsFiles() map[string][]byte {
+	if f.KubesprayVarsYAML == nil {
+		return nil
 	}
-	return p + "/hosts.yaml", nil
+	return map[string][]byte{KubesprayVarsFile: f.KubesprayVarsYAML}
 }

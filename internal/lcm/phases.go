@@ -141,6 +141,9 @@ func (p *phaseRunner) runPhase(ctx context.Context, ph Phase) error {
 		ro.Dir, ro.Playbooks = p.files.KubesprayRoot, []string{p.kubespray[ph.Playbook]}
 		ro.ForeignConfig, ro.Inventory, ro.Become = true, p.files.KubesprayInventoryPath, true
 		ro.Limit, ro.ExtraVars = ph.Limit, ph.ExtraVars
+		// kubespray's variables and the passwords its inventory refers to;
+		// not secrets.yml, whose heatsible variables kubespray must not get.
+		ro.VarsFile = KubesprayVarsFile
 		res, err := p.runner.Run(ctx, p.bundle, ro)
 		p.add(res)
 		return err

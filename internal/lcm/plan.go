@@ -45,6 +45,26 @@ type Plan struct {
 	// Warnings are what a reviewer should know before running it, e.g. a
 	// --limit that matches no host (ansible-playbook then refuses to run).
 	Warnings []string `json:"warnings,omitempty"`
+	// Kubespray is what the kubespray steps hand kubespray (nil when the
+	// operation runs no kubespray playbook).
+	Kubespray *KubesprayPlan `json:"kubespray,omitempty"`
+}
+
+// KubesprayPlan is what every kubespray step of a plan gets besides its
+// playbook.
+type KubesprayPlan struct {
+	// Root is kubespray_root_path, the kubespray steps' working directory.
+	Root string `json:"root"`
+	// Inventory is the inventory file heatsible writes (mode 0600) and
+	// passes with -i; InventoryFormat is "ini" or "yaml".
+	Inventory       string `json:"inventory"`
+	InventoryFormat string `json:"inventory_format"`
+	// VarsFile is the run bundle's file passed with -e @ (mode 0600): Vars,
+	// and the masters' and workers' passwords the inventory refers to.
+	VarsFile string `json:"vars_file"`
+	// Vars are the variables from the request, secrets masked (the
+	// user:password of proxy URLs).
+	Vars map[string]any `json:"vars"`
 }
 
 // Step is one play of the rendered playbook, or one of the operation's
@@ -98,6 +118,15 @@ func MakePlan(ctx context.Context, o PlanOptions) (*Plan, error) {
 	}
 	p.Operation, p.Cluster = o.Operation, t.Cluster
 	p.Steps = withPhases(p.Steps, files, skipKubespray(false, o.Tags, o.Limit))
+	for _, ph := range files.Phases {
+		if ph.Kind == PhaseKubespray {
+			p.Kubespray = &KubesprayPlan{
+				Root: files.KubesprayRoot, Inventory: files.KubesprayInventoryPath, InventoryFormat: string(files.KubesprayInventoryFormat),
+				VarsFile: KubesprayVarsFile, Vars: MaskedKubesprayVars(files.KubesprayVars),
+			}
+			break
+		}
+	}
 	return p, nil
 }
 
@@ -119,7 +148,7 @@ func withPhases(steps []Step, files *Files, skip string) []Step {
 			st.Import = path.Join(files.KubesprayRoot, ph.Playbook)
 			st.Pattern = ph.Limit
 		case PhaseWriteInventory:
-			st.Name = "write the kubespray inventory " + files.KubesprayInventoryPath
+			st.Name = fmt.Sprintf("write the kubespray inventory %s (%s)", files.KubesprayInventoryPath, strings.ToUpper(string(files.KubesprayInventoryFormat)))
 			if len(ph.Hosts) > 0 {
 				st.Name += " (without " + strings.Join(ph.Hosts, ", ") + ")"
 			}

@@ -224,6 +224,11 @@ func (r *record) files(f *Files) {
 	for name, b := range bundleFiles(f) {
 		out[name] = b
 	}
+	// kubespray's vars file: passwords and proxy credentials are masked by
+	// r.mask like everything else; its other values are for the reviewer.
+	for name, b := range f.VarsFiles() {
+		out[name] = b
+	}
 	for rel, b := range out {
 		if err := r.writeFile(filepath.Join(RecordBundle, filepath.FromSlash(rel)), b); err != nil {
 			r.log.Warn("cannot record the bundle", "file", rel, "error", err)

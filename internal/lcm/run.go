@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -143,6 +142,7 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
 		GroupVars:     files.GroupVars,
 		Secrets:       files.Secrets,
 		SecretValues:  files.SecretValues,
+		VarsFiles:     files.VarsFiles(),
 		Files:         bundleFiles(files),
 		KnownHosts:    knownHosts,
 		Forks:         o.Forks,
@@ -241,19 +241,8 @@ func PrepareOp(req *params.Request, t *topology.Topology, pkgDir string, op Op, 
 		return nil, err
 	}
 	f.Phases = phases
-	for _, ph := range phases {
-		if ph.Kind != PhaseWriteInventory && ph.Kind != PhaseRemoveInventory {
-			continue
-		}
-		if f.KubesprayInventoryPath, err = kubesprayInventoryPath(req); err != nil {
-			return nil, err
-		}
-		f.KubesprayRoot = path.Clean(req.Cluster.Ansible.KubesprayRootPath)
-		if ph.Kind == PhaseWriteInventory {
-			if f.KubesprayInventory, err = kubesprayInventory(req, t, ph.Hosts); err != nil {
-				return nil, err
-			}
-		}
+	if err := f.addKubespray(req, t); err != nil {
+		return nil, err
 	}
 	if tmpl == "" {
 		return f, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 
 	"gopkg.in/yaml.v3"
@@ -37,11 +38,16 @@ type Files struct {
 	// what PhasePlaybook runs.
 	Phases []Phase
 	// KubesprayInventory is written to KubesprayInventoryPath on the machine
-	// that runs Ansible (PhaseWriteInventory); KubesprayRoot is
-	// kubespray_root_path.
-	KubesprayInventory     []byte
-	KubesprayInventoryPath string
-	KubesprayRoot          string
+	// that runs Ansible (PhaseWriteInventory), in KubesprayInventoryFormat;
+	// KubesprayRoot is kubespray_root_path. KubesprayVars are the variables
+	// every kubespray run gets, in the bundle's KubesprayVarsFile (its
+	// content: KubesprayVarsYAML). See kubespray.go.
+	KubesprayInventory       []byte
+	KubesprayInventoryPath   string
+	KubesprayInventoryFormat inventory.Format
+	KubesprayRoot            string
+	KubesprayVars            map[string]any
+	KubesprayVarsYAML        []byte
 }
 
 // ExternalLBScript is where the external load balancer's script (the
@@ -144,6 +150,18 @@ func buildVars(req *params.Request, t *topology.Topology, pkgDir string, f *File
 		}
 	}
 	var pvs []pvManifest
+	// The storage server's addresses: the PVs it serves are the NFS PVs
+	// whose spec.nfs.server is one of them (pv_register's heal guard).
+	var servers []string
+	addServer := func(a string) {
+		if a != "" && !slices.Contains(servers, a) {
+			servers = append(servers, a)
+		}
+	}
+	for _, n := range t.ByRole(topology.RoleStorage) {
+		addServer(n.Address)
+		addServer(n.SSHAddress)
+	}
 	for i, reg := range c.PVRegistrationParams {
 		pv, err := params.ReadManifest(pkgDir, reg.PVManifestFilePath)
 		if err != nil {
@@ -152,6 +170,7 @@ func buildVars(req *params.Request, t *topology.Topology, pkgDir string, f *File
 		server := ""
 		if pv.Source == manifest.SourceNFS {
 			server = t.CPs[reg.NFSServerCP]
+			addServer(server)
 		}
 		out, err := pv.Prepare(server)
 		if err != nil {
@@ -162,6 +181,9 @@ func buildVars(req *params.Request, t *topology.Topology, pkgDir string, f *File
 		pvs = append(pvs, pvManifest{Name: pv.Name, Src: "{{ playbook_dir }}/" + path.Join(ManifestDir, name)})
 	}
 	all["pv_manifests"] = pvs
+	if c.StorageServer != nil {
+		all["pv_register_nfs_servers"] = servers
+	}
 	if err := addGroupVars(f, inventory.GroupAll, all); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"reflect"
 	"sort"
@@ -130,7 +131,28 @@ func Parse(data []byte) (*Request, error) {
 	d := decoder{probs: &probs, warn: &req.Warnings}
 	d.decode(Prefix, raw, reflect.ValueOf(&req.Cluster).Elem())
 	req.parseProblems = probs
+	req.applyDefaults()
 	return req, nil
+}
+
+// applyDefaults fills in what the seeds' documents leave out, so that every
+// later step sees one request: storage_server.nic_cp_name is ssh_cp_name
+// when missing (the PV spec's body has none). It also warns about CIDRs
+// handed to kubespray with host bits set (the seeds' pod_cidr
+// 192.168.3.0/16): kubespray gets the network they mean.
+func (r *Request) applyDefaults() {
+	c := &r.Cluster
+	if s := c.StorageServer; s != nil && s.NICCPName == "" {
+		s.NICCPName = s.SSHCPName
+	}
+	if m := c.MasterNode; m != nil && c.Ansible != nil && c.Ansible.KubesprayRootPath != "" {
+		for _, f := range []struct{ name, v, kvar string }{{"pod_cidr", m.PodCIDR, "kube_pods_subnet"}, {"cluster_cidr", m.ClusterCIDR, "kube_service_addresses"}} {
+			if pr, err := netip.ParsePrefix(f.v); err == nil && pr.Masked() != pr {
+				r.Warnings = append(r.Warnings, fmt.Sprintf("%s.master_node.%s: %q has host bits set; kubespray gets the network it means, %s: %s",
+					Prefix, f.name, f.v, f.kvar, pr.Masked()))
+			}
+		}
+	}
 }
 
 type decoder struct {

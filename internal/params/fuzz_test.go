@@ -181,7 +181,16 @@ func checkAccepted(t *testing.T, c *Cluster, pkg string) {
 	if a := c.Ansible; a != nil {
 		if a.KubesprayRootPath != "" || a.TransferringInventoryPath != "" {
 			vmPath("kubespray_root_path", a.KubesprayRootPath, true)
-			vmPath("transferring_inventory_path", a.TransferringInventoryPath, true)
+			// transferring_inventory_path may be relative or end in '/':
+			// what must be safe is the file heatsible writes.
+			inv, prob := a.InventoryFile()
+			if prob != nil {
+				t.Fatalf("Validate accepted what InventoryFile refuses: %v", prob)
+			}
+			vmPath("the kubespray inventory file", inv.Path, true)
+			if inv.Format != "ini" && inv.Format != "yaml" {
+				t.Fatalf("inventory format %q", inv.Format)
+			}
 		}
 		noMeta("ansible.ip_address", a.IPAddress)
 		noMeta("ansible.username", a.Username)

@@ -61,7 +61,12 @@ type Proxy struct {
 
 // StorageServer is the NFS server VM with its Cinder volumes.
 type StorageServer struct {
-	SSHCPName               string         `json:"ssh_cp_name"`
+	SSHCPName string `json:"ssh_cp_name"`
+	// NICCPName is the CP of the server's internal NIC, by which a heal
+	// recognises the storage server's VNFC. Optional: the PV spec's table
+	// and sample body have none (the user guide's have), and Tacker's driver
+	// sets the server up through ssh_cp_name alone. Parse sets it to
+	// SSHCPName when it is missing.
 	NICCPName               string         `json:"nic_cp_name"`
 	Username                string         `json:"username"`
 	Password                string         `json:"password"`
@@ -94,15 +99,22 @@ type PVRegistration struct {
 	// PVManifestFilePath is relative to the VNF package directory.
 	PVManifestFilePath string `json:"pv_manifest_file_path"`
 	// NFSServerCP names the CP whose address replaces spec.nfs.server.
+	// Required for an NFS PersistentVolume; a CSI one (e.g. Manila's) has
+	// no NFS server to point at and may leave it out.
 	NFSServerCP string `json:"nfs_server_cp"`
 }
 
 // Ansible is the pre-built Ansible host.
 type Ansible struct {
-	IPAddress                 string `json:"ip_address"`
-	Username                  string `json:"username"`
-	Password                  string `json:"password"`
-	KubesprayRootPath         string `json:"kubespray_root_path"`
+	// IPAddress, Username and Password reach the Ansible host over SSH.
+	IPAddress string `json:"ip_address"`
+	Username  string `json:"username"`
+	Password  string `json:"password"`
+	// KubesprayRootPath is the kubespray checkout on the Ansible host
+	// (absolute); heatsible drives kubespray only when it is set.
+	KubesprayRootPath string `json:"kubespray_root_path"`
+	// TransferringInventoryPath is where the inventory for kubespray goes:
+	// see InventoryFile for every form it takes.
 	TransferringInventoryPath string `json:"transferring_inventory_path"`
 }
 

@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/heatsible/heatsible/internal/manifest"
 	"github.com/heatsible/heatsible/internal/topology"
 )
 
@@ -89,7 +90,9 @@ func (r *Request) Validate(opts Options) error {
 	for i := range c.PVRegistrationParams {
 		pp := fmt.Sprintf("%s.pv_registration_params[%d]", p, i)
 		reg := &c.PVRegistrationParams[i]
-		checkName(&ps, pp+".nfs_server_cp", reg.NFSServerCP, true)
+		// nfs_server_cp is checked for form here; whether it is required
+		// depends on the manifest (NFS: yes; CSI: no NFS server to name).
+		checkName(&ps, pp+".nfs_server_cp", reg.NFSServerCP, false)
 		if !checkPackageFile(&ps, pp+".pv_manifest_file_path", reg.PVManifestFilePath, opts) {
 			continue
 		}
@@ -98,6 +101,9 @@ func (r *Request) Validate(opts Options) error {
 			ps.add(pp+".pv_manifest_file_path", "%v", err)
 			continue
 		}
+		if pv.Source == manifest.SourceNFS && reg.NFSServerCP == "" {
+			ps.add(pp+".nfs_server_cp", "is missing; %s is an NFS PersistentVolume, whose spec.nfs.server heatsible sets to this CP's address: give the storage server's CP name", pv.Name)
+		}
 		if j, dup := pvNames[pv.Name]; dup {
 			ps.add(pp+".pv_manifest_file_path", "defines the PV %q, as pv_registration_params[%d] does; give each PV its own name", pv.Name, j)
 		}
@@ -105,6 +111,13 @@ func (r *Request) Validate(opts Options) error {
 	}
 	if c.Ansible != nil {
 		validateAnsible(&ps, p+".ansible", c.Ansible)
+		if m := c.MasterNode; m != nil && c.Ansible.KubesprayRootPath != "" {
+			for _, f := range []struct{ name, v, kvar string }{{"pod_cidr", m.PodCIDR, "kube_pods_subnet"}, {"cluster_cidr", m.ClusterCIDR, "kube_service_addresses"}} {
+				if pr, err := netip.ParsePrefix(f.v); err == nil && !pr.Addr().Is4() {
+					ps.add(p+".master_node."+f.name, "%s is an IPv6 network; heatsible hands kubespray %s, which is IPv4 (for IPv6 set kubespray's %s_ipv6 in the inventory's group_vars and leave %s out)", quote(f.v), f.kvar, f.kvar, f.name)
+				}
+			}
+		}
 	}
 	if lb := c.ExternalLBParam; lb != nil {
 		lp := p + ".external_lb_param"
@@ -169,6 +182,11 @@ func validateProxy(ps *Problems, p string, pr *Proxy) {
 			continue
 		}
 		u, err := url.Parse(f.v)
+		if port, ok := badPort(f.v); err != nil && ok {
+			// url.Parse's own message quotes the URL, password and all.
+			ps.add(p+"."+f.name, "has port %s, which is not a number from 1 to 65535; write it as http://[user:password@]host:port", quote(port))
+			continue
+		}
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || hasControl(f.v) || strings.ContainsAny(f.v, " \t") {
 			ps.add(p+"."+f.name, "is not an http:// or https:// URL with a host; write it as http://[user:password@]host:port")
 			continue
@@ -190,7 +208,9 @@ func validateProxy(ps *Problems, p string, pr *Proxy) {
 
 func validateStorage(ps *Problems, p string, s *StorageServer) {
 	checkName(ps, p+".ssh_cp_name", s.SSHCPName, true)
-	checkName(ps, p+".nic_cp_name", s.NICCPName, true)
+	// nic_cp_name defaults to ssh_cp_name (Parse): it is missing here only
+	// when both are.
+	checkName(ps, p+".nic_cp_name", s.NICCPName, false)
 	checkUser(ps, p+".username", s.Username)
 	checkPassword(ps, p+".password", s.Password)
 	switch s.NFSServerImpl {
@@ -260,11 +280,9 @@ func validateAnsible(ps *Problems, p string, a *Ansible) {
 	checkUser(ps, p+".username", a.Username)
 	checkPassword(ps, p+".password", a.Password)
 	if a.KubesprayRootPath != "" || a.TransferringInventoryPath != "" {
-		checkPath(ps, p+".kubespray_root_path", a.KubesprayRootPath, true)
-		if checkPath(ps, p+".transferring_inventory_path", a.TransferringInventoryPath, true) {
-			if msg := systemDirProblem(a.TransferringInventoryPath); msg != "" && a.TransferringInventoryPath != "/tmp" && !strings.HasPrefix(a.TransferringInventoryPath, "/tmp/") {
-				ps.add(p+".transferring_inventory_path", "%s", msg)
-			}
+		// The same function decides for plan and run (lcm).
+		if _, prob := a.InventoryFile(); prob != nil {
+			*ps = append(*ps, *prob)
 		}
 	}
 }
@@ -410,6 +428,12 @@ func checkHost(ps *Problems, p, v string, required bool) {
 	}
 	if !topology.ValidAddress(v) {
 		ps.add(p, "%s is not an IP address or host name", quote(v))
+		return
+	}
+	// 0.0.0.0 is the seeds' placeholder; connecting to it reaches this
+	// machine, not the Ansible host.
+	if a, err := netip.ParseAddr(v); err == nil && (a.IsUnspecified() || a.IsMulticast() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255})) {
+		ps.add(p, "%s is not a host's address (unspecified, multicast or broadcast); give the Ansible host's address", quote(v))
 	}
 }
 
@@ -467,6 +491,37 @@ func hasInvisible(s string) bool {
 	}
 	return false
 }
+
+// badPort finds the port of a URL that url.Parse refused, such as the
+// seeds' "http://user1:password1@host1:port1": ok when the authority has a
+// port and it is no number from 1 to 65535. The port is taken after the
+// last '@' (a password may hold '/', '?' or '@' unescaped), and returned
+// only when it is a short word: whatever else it holds is never echoed.
+func badPort(u string) (port string, ok bool) {
+	_, rest, found := strings.Cut(u, "://")
+	if !found {
+		return "", false
+	}
+	if i := strings.LastIndex(rest, "@"); i >= 0 {
+		rest = rest[i+1:]
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := strings.LastIndex(rest, "]"); i >= 0 { // [IPv6]:port
+		rest = rest[i+1:]
+	}
+	i := strings.LastIndex(rest, ":")
+	if i < 0 || isPort(rest[i+1:]) {
+		return "", false
+	}
+	if port = rest[i+1:]; !portWord.MatchString(port) {
+		port = "(not shown)"
+	}
+	return port, true
+}
+
+var portWord = regexp.MustCompile(`^[A-Za-z0-9_-]{1,20}$`)
 
 func isPort(s string) bool {
 	n := 0
