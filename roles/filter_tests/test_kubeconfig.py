@@ -39,10 +39,12 @@ class Choice(unittest.TestCase):
                 self.assertEqual(got["path"], path)
                 self.assertEqual(got["become"], become)
                 self.assertEqual(got["kubectl"], ["/usr/local/bin/kubectl", "--kubeconfig", path])
+                self.assertEqual(got["msg"], "master-0: kubectl reads %s %s" % (path, "through sudo (root only)" if become else "as ubuntu"))
 
     def test_none_names_every_path_and_the_setting(self):
         got = kc.kubeconfig_choice(probe([(USER, "missing"), (ADMIN, "missing"), (ROOT, "unreadable")]), "", "master-0")
         self.assertEqual(got["path"], "")
+        self.assertEqual(got["msg"], got["error"])
         self.assertEqual(
             got["error"],
             "no admin kubeconfig for kubectl on master-0: tried /home/ubuntu/.kube/config (missing), "

@@ -28,6 +28,8 @@ STATES = {
 
 def _unsafe(value):
     # The path may come from the request: never template it again.
+    if value.get("error"):
+        value["msg"] = value["error"]
     try:
         from ansible.utils.unsafe_proxy import wrap_var
     except ImportError:  # the unit tests run without Ansible
@@ -38,11 +40,12 @@ def _unsafe(value):
 def kubeconfig_choice(probe, setting="", host="the first master"):
     """Decide from find.sh's output (a registered raw result or its stdout).
 
-    Returns {"path", "become", "kubectl" (argv list), "error"}; error is ""
-    when a kubeconfig was found, else the message to fail with.
+    Returns {"path", "become", "kubectl" (argv list), "error", "msg"}; error
+    is "" when a kubeconfig was found, else the message to fail with; msg
+    says what was found (or the error), for the progress line.
     """
     stdout = probe.get("stdout", "") if isinstance(probe, dict) else probe
-    out = {"path": "", "become": False, "kubectl": [], "error": ""}
+    out = {"path": "", "become": False, "kubectl": [], "error": "", "msg": ""}
     try:
         found = json.loads(stdout)
         paths = found["paths"]
@@ -85,6 +88,8 @@ def kubeconfig_choice(probe, setting="", host="the first master"):
     out["path"] = pick["path"]
     out["become"] = pick["state"] == "root"
     out["kubectl"] = [kubectl, "--kubeconfig", pick["path"]]
+    out["msg"] = "%s: kubectl reads %s %s" % (
+        host, pick["path"], "through sudo (root only)" if out["become"] else "as %s" % (found.get("user") or "the SSH user"))
     return _unsafe(out)
 
 
