@@ -64,12 +64,12 @@ class Locks(unittest.TestCase):
         self.dir.cleanup()
 
     def test_holder_found_without_taking_the_lock(self):
-        self.assertEqual(wait.lock_holder(self.lock), (0, ""))
-        self.assertEqual(wait.lock_holder(os.path.join(self.dir.name, "none")), (0, ""))
+        self.assertEqual(wait.lock_holder(self.lock), (False, 0, ""))
+        self.assertEqual(wait.lock_holder(os.path.join(self.dir.name, "none")), (False, 0, ""))
         with holder("apt-get", self.lock, 30) as pid:
-            self.assertEqual(wait.lock_holder(self.lock), (pid, "apt-get"))
+            self.assertEqual(wait.lock_holder(self.lock), (True, pid, "apt-get"))
             # still held by it: the probe took nothing
-            self.assertEqual(wait.lock_holder(self.lock), (pid, "apt-get"))
+            self.assertEqual(wait.lock_holder(self.lock), (True, pid, "apt-get"))
 
     def test_probe(self):
         with holder("unattended-upgr", self.lock, 30) as pid:

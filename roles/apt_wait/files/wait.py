@@ -39,14 +39,15 @@ FLOCK = "@hhqqi"
 
 
 def lock_holder(path):
-    """(pid, name) of the process holding a lock on path, (0, "") if none.
+    """(held, pid, name) for a lock on path: (False, 0, "") when free.
 
-    pid is -1 for an open file description lock (no owning process).
+    pid is -1 for an open file description lock (no owning process) and 0
+    for a holder outside this PID namespace.
     """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOCTTY)
     except FileNotFoundError:
-        return 0, ""
+        return False, 0, ""
     try:
         req = struct.pack(FLOCK, fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
         got = fcntl.fcntl(fd, fcntl.F_GETLK, req)
@@ -54,14 +55,16 @@ def lock_holder(path):
         os.close(fd)
     l_type, _, _, _, pid = struct.unpack(FLOCK, got)
     if l_type == fcntl.F_UNLCK:
-        return 0, ""
-    return pid, process_name(pid)
+        return False, 0, ""
+    return True, pid, process_name(pid)
 
 
 def process_name(pid):
     """The command name apt's own message shows ("It is held by process N (NAME)")."""
-    if pid <= 0:
-        return "an open file description lock" if pid < 0 else ""
+    if pid < 0:
+        return "an open file description lock"
+    if pid == 0:
+        return "a process outside this PID namespace"
     try:
         with open("/proc/%d/comm" % pid) as f:
             return f.read().strip()
@@ -72,8 +75,8 @@ def process_name(pid):
 def held(locks):
     out = []
     for path in locks:
-        pid, name = lock_holder(path)
-        if pid:
+        busy, pid, name = lock_holder(path)
+        if busy:
             out.append({"path": path, "pid": pid, "holder": name})
     return out
 
