@@ -34,7 +34,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
 	$(GO) vet ./...
 	cd roles && ansible-lint --offline -q .
-	shellcheck -x scripts/*.sh bench/*.sh testbed/bin/bed testbed/*/*.sh .ci/run
+	shellcheck -x scripts/*.sh bench/*.sh testbed/bin/bed testbed/*/*.sh .ci/run roles/*/files/*.sh
 
 demo: deps build
 	scripts/demo.sh

@@ -4,12 +4,18 @@ package roles
 
 import "embed"
 
-// FS holds the role directories (see Names) at its root, hidden files
-// included, ready to be copied as an Ansible roles path.
+// FS holds the role directories (see Names and Helpers) at its root, hidden
+// files included, ready to be copied as an Ansible roles path.
 //
-//go:embed all:cinder_volume all:nfs_server all:nfs_client all:pv_register all:k8s_node all:external_lb
+//go:embed all:cinder_volume all:nfs_server all:nfs_client all:pv_register all:k8s_node all:external_lb all:kubeconfig all:apt_wait
 var FS embed.FS
 
 // Names lists the embedded roles: those of instantiate-end in the order it
 // runs them, then those of the other operations.
 var Names = []string{"cinder_volume", "nfs_server", "nfs_client", "pv_register", "external_lb", "k8s_node"}
+
+// Helpers lists the roles the others import (never run alone, so not a
+// --role or --tags choice): kubeconfig finds the admin kubeconfig for the
+// roles that run kubectl, apt_wait waits for cloud-init and the dpkg lock
+// before a role installs packages.
+var Helpers = []string{"kubeconfig", "apt_wait"}

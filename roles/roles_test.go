@@ -14,7 +14,7 @@ import (
 )
 
 func TestFSHasEveryRole(t *testing.T) {
-	for _, name := range Names {
+	for _, name := range append(append([]string(nil), Names...), Helpers...) {
 		for _, f := range []string{"tasks/main.yml", "defaults/main.yml", "meta/main.yml", "README.md"} {
 			p := name + "/" + f
 			b, err := fs.ReadFile(FS, p)
@@ -31,8 +31,8 @@ func TestFSHasEveryRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != len(Names) {
-		t.Errorf("embedded FS has %d top-level entries, want %d (%v)", len(entries), len(Names), Names)
+	if len(entries) != len(Names)+len(Helpers) {
+		t.Errorf("embedded FS has %d top-level entries, want %d (%v and %v)", len(entries), len(Names)+len(Helpers), Names, Helpers)
 	}
 }
 
@@ -68,7 +68,7 @@ func TestAnsibleLint(t *testing.T) {
 		t.Skip("ansible-lint is not on PATH (CI installs Debian's ansible-lint)")
 	}
 	// --offline: never install collections or roles from Galaxy.
-	run(t, ".", ansibleEnv(t), "ansible-lint", append([]string{"--offline", "--nocolor", "-p"}, Names...)...)
+	run(t, ".", ansibleEnv(t), "ansible-lint", append(append([]string{"--offline", "--nocolor", "-p"}, Names...), Helpers...)...)
 }
 
 const syntaxPlaybook = `---

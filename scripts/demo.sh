@@ -23,8 +23,8 @@ bin/heatsible run instantiate-end \
   --stack "$HEATSIBLE_STACK" --known-hosts testbed/run/known_hosts
 
 echo
-echo "== kubectl get pv (on master-0, as $BED_USER)"
-testbed/bin/bed exec master-0 -- runuser -u "$BED_USER" -- kubectl get pv -o wide
+echo "== kubectl get pv (on master-0, as root with the admin kubeconfig, as kubespray leaves it)"
+testbed/bin/bed exec master-0 -- kubectl --kubeconfig /etc/kubernetes/admin.conf get pv -o wide
 
 cat <<MSG
 

@@ -32,6 +32,9 @@ phase "go end-to-end tests on the bed"
 # is the record of what ran on the bed.
 go test -p 1 -count=1 -timeout 40m -v ./internal/e2e
 
+phase "roles: the filter plugins and host-side scripts (Python unit tests)"
+python3 -m unittest discover -s roles/filter_tests
+
 phase "contrib: the Tacker MgmtDriver shim (against a fake heatsible)"
 (cd contrib/tacker && python3 -m unittest -q test_shim)
 

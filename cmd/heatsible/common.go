@@ -12,10 +12,11 @@ import (
 
 // inputs are the flags that say what to act on.
 type inputs struct {
-	request  string
-	pkg      string
-	stack    string
-	topology string
+	request    string
+	pkg        string
+	stack      string
+	topology   string
+	kubeconfig string
 }
 
 func (in *inputs) addRequest(cmd *cobra.Command) {
@@ -25,6 +26,12 @@ func (in *inputs) addRequest(cmd *cobra.Command) {
 
 func (in *inputs) addPackage(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&in.pkg, "package", "", "VNF package directory; pv_manifest_file_path and script_path are relative to it")
+}
+
+// addKubeconfig adds --kubeconfig: the admin kubeconfig on the first
+// master, which overrides the request's master_node.kubeconfig.
+func (in *inputs) addKubeconfig(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&in.kubeconfig, "kubeconfig", "", "admin kubeconfig's path on the first master, for kubectl (overrides the request's master_node.kubeconfig; default: the SSH user's ~/.kube/config, else /etc/kubernetes/admin.conf or /root/.kube/config through sudo)")
 }
 
 func (in *inputs) addSource(cmd *cobra.Command) {
@@ -48,6 +55,13 @@ func (in *inputs) loadRequest(g *globals, requirePackage bool) (*params.Request,
 		return nil, fail.With(fail.Invalid, err)
 	}
 	warn(g, req)
+	if in.kubeconfig != "" {
+		if msg := params.KubeconfigProblem(in.kubeconfig); msg != "" {
+			return nil, fail.With(fail.Invalid, fmt.Errorf("--kubeconfig: %s", msg))
+		}
+		// Validate made sure master_node is there.
+		req.Cluster.MasterNode.Kubeconfig = in.kubeconfig
+	}
 	return req, nil
 }
 

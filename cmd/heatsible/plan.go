@@ -66,6 +66,7 @@ pattern, hosts, roles, runs/skip).`,
 	}
 	in.addRequest(cmd)
 	in.addPackage(cmd)
+	in.addKubeconfig(cmd)
 	in.addSource(cmd)
 	f := cmd.Flags()
 	tf.add(cmd, ", as for run")

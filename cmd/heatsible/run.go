@@ -207,6 +207,7 @@ records of each cluster are kept.`,
 	}
 	in.addRequest(cmd)
 	in.addPackage(cmd)
+	in.addKubeconfig(cmd)
 	in.addSource(cmd)
 	f := cmd.Flags()
 	f.BoolVar(&o.Local, "local", false, "run ansible-playbook on this machine instead of the Ansible host")

@@ -102,10 +102,17 @@ func (b *bed) try(host string, args ...string) (string, error) {
 	return string(out), nil
 }
 
-// kubectl runs kubectl on master-0 as the bed user, as heatsible does.
+// kubectl runs kubectl on master-0 as kubespray does: as root, with the
+// admin kubeconfig /etc/kubernetes/admin.conf (every BED_KUBECONFIG layout
+// has it; the SSH user has no kubeconfig in kubespray's).
 func (b *bed) kubectl(t *testing.T, args ...string) string {
 	t.Helper()
-	return b.exec(t, "master-0", append([]string{"runuser", "-u", b.env["BED_USER"], "--", "kubectl"}, args...)...)
+	return b.exec(t, "master-0", kubectlArgv(args...)...)
+}
+
+// kubectlArgv is the command bed.kubectl runs on master-0 (for b.try).
+func kubectlArgv(args ...string) []string {
+	return append([]string{"kubectl", "--kubeconfig", "/etc/kubernetes/admin.conf"}, args...)
 }
 
 // runResult is heatsible run's -o json document.

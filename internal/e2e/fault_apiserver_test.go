@@ -15,7 +15,7 @@ func (b *bed) apiDown(t *testing.T) {
 	t.Helper()
 	t.Cleanup(func() { b.apiUp(t) })
 	b.exec(t, "master-0", apiRule...)
-	if _, err := b.try("master-0", "runuser", "-u", b.env["BED_USER"], "--", "kubectl", "get", "--raw", "/readyz", "--request-timeout=3s"); err == nil {
+	if _, err := b.try("master-0", kubectlArgv("get", "--raw", "/readyz", "--request-timeout=3s")...); err == nil {
 		t.Fatal("master-0 still reaches the API server with the rule in place")
 	}
 }

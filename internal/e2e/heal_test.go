@@ -45,7 +45,7 @@ func TestHealStorageServer(t *testing.T) {
 	b.exec(t, "master-0", "sh", "-c", fmt.Sprintf("cat > %s <<'EOF'\n%s\nEOF\nchmod 644 %s", tmp, pvc, tmp))
 	b.kubectl(t, "apply", "-f", tmp)
 	t.Cleanup(func() {
-		b.try("master-0", "runuser", "-u", b.env["BED_USER"], "--", "kubectl", "delete", "pvc", "-n", "default", claim, "--ignore-not-found")
+		b.try("master-0", kubectlArgv("delete", "pvc", "-n", "default", claim, "--ignore-not-found")...)
 	})
 	waitPhase(t, b, pv, "Bound")
 

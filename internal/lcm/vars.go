@@ -99,6 +99,10 @@ func buildVars(req *params.Request, t *topology.Topology, pkgDir string, f *File
 		})
 	}
 	if m := c.MasterNode; m != nil {
+		if m.Kubeconfig != "" {
+			// roles/kubeconfig: kubectl reads this file (and only this one).
+			all["kubectl_kubeconfig"] = m.Kubeconfig
+		}
 		addSecret("master_password", m.Password)
 		if err := conn(inventory.GroupKubeControlPlane, "master_password"); err != nil {
 			return err

@@ -202,6 +202,7 @@ func checkAccepted(t *testing.T, c *Cluster, pkg string) {
 		for _, v := range []string{n.AspectID, n.SSHCPName, n.NICCPName, n.Username, n.PodCIDR, n.ClusterCIDR, n.ClusterCPName, n.ClusterFIPName} {
 			noMeta("node field", v)
 		}
+		vmPath("kubeconfig", n.Kubeconfig, false)
 		if strings.HasPrefix(n.Username, "-") {
 			t.Fatalf("username %q accepted, which reads as an option", n.Username)
 		}

@@ -49,6 +49,11 @@ type Node struct {
 	ClusterCIDR    string `json:"cluster_cidr"`
 	ClusterCPName  string `json:"cluster_cp_name"`
 	ClusterFIPName string `json:"cluster_fip_name"`
+	// Kubeconfig is the admin kubeconfig's path on the first master, for
+	// kubectl (master_node only; heatsible extension). Empty: heatsible
+	// looks in the SSH user's ~/.kube/config, then in
+	// /etc/kubernetes/admin.conf and /root/.kube/config through sudo.
+	Kubeconfig string `json:"kubeconfig"`
 }
 
 // Proxy is the proxy the nodes use to reach package mirrors.

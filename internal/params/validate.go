@@ -159,7 +159,7 @@ func validateNode(ps *Problems, p string, n *Node, master bool) {
 	checkUser(ps, p+".username", n.Username)
 	checkPassword(ps, p+".password", n.Password)
 	if !master {
-		for _, f := range []struct{ name, v string }{{"pod_cidr", n.PodCIDR}, {"cluster_cidr", n.ClusterCIDR}, {"cluster_cp_name", n.ClusterCPName}, {"cluster_fip_name", n.ClusterFIPName}} {
+		for _, f := range []struct{ name, v string }{{"pod_cidr", n.PodCIDR}, {"cluster_cidr", n.ClusterCIDR}, {"cluster_cp_name", n.ClusterCPName}, {"cluster_fip_name", n.ClusterFIPName}, {"kubeconfig", n.Kubeconfig}} {
 			if f.v != "" {
 				ps.add(p+"."+f.name, "belongs to master_node only; remove it here")
 			}
@@ -170,6 +170,25 @@ func validateNode(ps *Problems, p string, n *Node, master bool) {
 	checkCIDR(ps, p+".cluster_cidr", n.ClusterCIDR, false)
 	checkName(ps, p+".cluster_cp_name", n.ClusterCPName, false)
 	checkName(ps, p+".cluster_fip_name", n.ClusterFIPName, false)
+	if msg := KubeconfigProblem(n.Kubeconfig); msg != "" {
+		ps.add(p+".kubeconfig", "%s", msg)
+	}
+}
+
+// KubeconfigProblem says what is wrong with an admin kubeconfig path on the
+// first master (master_node.kubeconfig, run --kubeconfig), or "" when it is
+// fine or empty. The path reaches Ansible as data and a shell command only
+// quoted; it must still be a plain absolute file path, as a path on a VM is
+// everywhere else in the request.
+func KubeconfigProblem(v string) string {
+	var ps Problems
+	if !checkPath(&ps, "", v, false) && v != "" {
+		return ps[0].Msg
+	}
+	if v == "/" || strings.HasSuffix(v, "/") {
+		return fmt.Sprintf("%s is a directory; give the kubeconfig file's path, e.g. /etc/kubernetes/admin.conf", quote(v))
+	}
+	return ""
 }
 
 func validateProxy(ps *Problems, p string, pr *Proxy) {

@@ -12,7 +12,9 @@
 #  5. nfs-ganesha on storage exports a directory on that ext4; every worker
 #     writes a file through it with nfs-cp; storage reads each file back
 #  6. a PersistentVolume created with kubectl on master-0 goes Available
-#     (skipped, and counted as failed, when the bed has no Kubernetes)
+#     (kubectl as kubespray runs it there: through sudo, with
+#     /etc/kubernetes/admin.conf, which every BED_KUBECONFIG layout has;
+#     skipped, and counted as failed, when the bed has no Kubernetes)
 #  7. the external load balancer host lb runs haproxy (socat installed) and the
 #     Heat stack has its port externalLB_CP at lb's address
 #  8. the kubespray stand-in on the ansible host (/opt/kubespray): ansible-playbook
@@ -51,6 +53,7 @@ for ((i = BED_WORKERS; i < BED_WORKERS + ${BED_SPARE_WORKERS:-0}; i++)); do SPAR
 [ -n "${BED_LB:-}" ] && LBS=("$BED_LB")
 LB_IP=10.231.0.13
 KS=${BED_KUBESPRAY_ROOT:-/opt/kubespray}
+KUBECTL="sudo -n kubectl --kubeconfig /etc/kubernetes/admin.conf"   # on master-0, as kubespray runs it
 EXPORT=/srv/bed-smoke/nfs
 EXPORT_ID=9977
 TAG=smoke-$$-$(date +%s)
@@ -221,14 +224,15 @@ spec:
   nfs: {server: $STORAGE, path: $EXPORT}"
 if [ -z "${KUBECONFIG:-}" ]; then
   bad "kubernetes: the bed has no Kubernetes (no KUBECONFIG in testbed/run/env)"
-elif out=$(printf '%s\n' "$manifest" | bssh $MASTER "set -e; kubectl apply -f - >/dev/null
+elif out=$(printf '%s\n' "$manifest" | bssh $MASTER "set -e; kubectl() { sudo -n kubectl --kubeconfig /etc/kubernetes/admin.conf \"\$@\"; }
+      kubectl apply -f - >/dev/null
       kubectl wait --for=jsonpath='{.status.phase}'=Available pv/$pv --timeout=60s >/dev/null
       kubectl get pv $pv -o jsonpath='{.status.phase}'; kubectl delete pv $pv --wait=false >/dev/null" 2>&1) \
      && [ "$out" = Available ]; then
   ok "master-0: kubectl created PV $pv (nfs $STORAGE:$EXPORT); it went Available"
 else
   bad "master-0: PV $pv: $out"
-  bssh $MASTER "kubectl delete pv $pv --ignore-not-found --wait=false" >/dev/null 2>&1 || true
+  bssh $MASTER "$KUBECTL delete pv $pv --ignore-not-found --wait=false" >/dev/null 2>&1 || true
 fi
 
 # ---------------------------------------------------------------- 7. the external load balancer
@@ -290,7 +294,7 @@ else
   ks_cleanup() { # the smoke's records (seq above the one noted), its inventory, its Node object
     bssh $ANSIBLE "cd $KS/records && first=\$(cat $KSD/first 2>/dev/null); for f in [0-9]*-*.json; do
         [ -f \"\$f\" ] && [ \$((10#\${f%%-*})) -gt \$((10#\${first:-0})) ] && rm -f \"\$f\"; done; rm -rf $KSD" >/dev/null 2>&1 || true
-    bssh $MASTER "kubectl delete node $spare --ignore-not-found" >/dev/null 2>&1 || true
+    bssh $MASTER "$KUBECTL delete node $spare --ignore-not-found" >/dev/null 2>&1 || true
   }
   if out=$(bssh $ANSIBLE "cd $KS && ansible-playbook --syntax-check -i $KSD/hosts.yaml cluster.yml facts.yml scale.yml remove-node.yml reset.yml" 2>&1); then
     ok "kubespray stand-in: ansible-playbook --syntax-check of cluster.yml facts.yml scale.yml remove-node.yml reset.yml in $KS"
@@ -309,7 +313,7 @@ else
   out=$(ks scale.yml --limit="$spare")
   if [ "$(rc_of "$out")" = 0 ] && jq -e --arg s "$spare" '.playbook == "scale.yml" and .ansible_limit == $s and .play_hosts == [$s]' \
        <<< "$(rec_of "$out")" >/dev/null \
-     && [ "$(bssh $MASTER "kubectl get node $spare -o jsonpath='{.metadata.labels.heatsible\.test/stand-in}'" 2>&1)" = kubespray ]; then
+     && [ "$(bssh $MASTER "$KUBECTL get node $spare -o jsonpath='{.metadata.labels.heatsible\.test/stand-in}'" 2>&1)" = kubespray ]; then
     ok "kubespray stand-in: scale.yml --limit=$spare recorded the limit and registered Node $spare (label heatsible.test/stand-in=kubespray)"
   else
     bad "kubespray stand-in: scale.yml --limit=$spare: $out"
@@ -332,7 +336,7 @@ else
   out=$(ks remove-node.yml -e node="$spare" -e skip_confirmation=true -e reset_nodes=false)
   if [ "$(rc_of "$out")" = 0 ] && jq -e --arg s "$spare" '.extra_vars == {node: $s, skip_confirmation: "true", reset_nodes: "false", allow_ungraceful_removal: null}' \
        <<< "$(rec_of "$out")" >/dev/null \
-     && [ -z "$(bssh $MASTER "kubectl get node $spare --ignore-not-found -o name" 2>&1)" ] \
+     && [ -z "$(bssh $MASTER "$KUBECTL get node $spare --ignore-not-found -o name" 2>&1)" ] \
      && [ "$(mark)" = "$mark0" ]; then
     ok "kubespray stand-in: remove-node.yml -e node=$spare -e skip_confirmation=true -e reset_nodes=false deleted Node $spare, left the host alone ($(( $(date +%s) - t0 ))s for check 8)"
   else
