@@ -15,8 +15,9 @@ import (
 // fakeKubectl answers what pv_register's absent.yml asks kubectl: the API
 // server's readiness, the PersistentVolumes (from $PVS), deletions (logged
 // to $LOG, one line of arguments per call) and the wait until they are gone
-// (at once).
+// (at once). It ignores --kubeconfig FILE.
 const fakeKubectl = `#!/bin/sh
+if [ "$1" = --kubeconfig ]; then shift 2; fi
 case "$*" in
 *"get --raw /readyz"*) exit 0 ;;
 *"get persistentvolumes -o json"*) cat "$PVS" ;;
@@ -93,6 +94,9 @@ func TestPVRegisterHealGuard(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			kubectl := filepath.Join(dir, "kubectl")
+			// The kubeconfig role wants a file to point kubectl at; the fake
+			// kubectl never reads it.
+			kubeconfig := filepath.Join(dir, "admin.conf")
 			pvs := filepath.Join(dir, "pvs.json")
 			log := filepath.Join(dir, "deletes.log")
 			list, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": tc.pvs})
@@ -100,7 +104,7 @@ func TestPVRegisterHealGuard(t *testing.T) {
 				t.Fatal(err)
 			}
 			for name, content := range map[string]string{
-				kubectl: fakeKubectl, pvs: string(list),
+				kubectl: fakeKubectl, pvs: string(list), kubeconfig: "apiVersion: v1\nkind: Config\n",
 				filepath.Join(dir, "site.yml"): "- hosts: localhost\n  gather_facts: false\n  roles:\n    - role: pv_register\n",
 			} {
 				if err := os.WriteFile(name, []byte(content), 0o700); err != nil {
@@ -108,7 +112,7 @@ func TestPVRegisterHealGuard(t *testing.T) {
 				}
 			}
 			vars := `{"pv_state": "absent", "pv_manifests": [{"name": "nfs-pv1"}, {"name": "nfs-pv2"}, {"name": "manila-share-pv"}],
-				"kubectl_bin": "` + kubectl + `", "pv_register_nfs_servers": ` + tc.servers + `, "pv_wait_timeout": 4, "pv_wait_delay": 1}`
+				"kubectl_bin": "` + kubectl + `", "kubectl_kubeconfig": "` + kubeconfig + `", "pv_register_nfs_servers": ` + tc.servers + `, "pv_wait_timeout": 4, "pv_wait_delay": 1}`
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, "ansible-playbook", "-i", "localhost,", "-c", "local", "-e", vars, "site.yml")
