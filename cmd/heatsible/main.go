@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/params"
+	"github.com/heatsible/heatsible/internal/redact"
 )
 
 func main() {
@@ -112,9 +112,7 @@ func report(g *globals, err error, code int) {
 			}
 			out["problems"] = list
 		}
-		enc := json.NewEncoder(g.stderr)
-		enc.SetIndent("", "  ")
-		enc.Encode(out)
+		redact.EncodeJSON(g.stderr, out, "  ")
 		return
 	}
 	if hasProblems {

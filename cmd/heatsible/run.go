@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/lcm"
+	"github.com/heatsible/heatsible/internal/redact"
 	review "github.com/heatsible/heatsible/internal/report"
 	"github.com/heatsible/heatsible/roles"
 )
@@ -174,6 +174,9 @@ records of each cluster are kept.`,
 			}
 			o.Version = versionString()
 			p := newProgress(g)
+			// Events come masked; this masker covers what heatsible itself
+			// prints at the end (the -o json document, the report file).
+			p.mask = redact.New(lcm.RequestSecrets(req)...)
 			o.OnEvent = p.event
 			o.Stderr = g.stderr
 			if g.verbose {
@@ -192,7 +195,7 @@ records of each cluster are kept.`,
 			}
 			p.finish(out, err, rep)
 			if reportFile != "" && rep != nil {
-				if werr := writeReport(reportFile, rep); werr != nil {
+				if werr := writeReport(reportFile, rep, p.mask); werr != nil {
 					werr = fmt.Errorf("writing the review report: %w", werr)
 					if err == nil {
 						return fail.With(fail.Internal, fmt.Errorf("%w (log: %s)", werr, filepath.Join(out.Record, lcm.RunLog)))
@@ -232,6 +235,7 @@ type progress struct {
 	g     *globals
 	color bool
 	task  string
+	mask  *redact.Masker
 }
 
 func newProgress(g *globals) *progress {
@@ -274,7 +278,7 @@ func (p *progress) event(e ansible.Event) {
 		if report && e.Msg != "" {
 			line += "\n      " + strings.ReplaceAll(strings.TrimSpace(e.Msg), "\n", "\n      ")
 		}
-		fmt.Fprintln(w, line)
+		fmt.Fprintln(w, p.mask.Mask(line))
 	}
 }
 
@@ -303,8 +307,6 @@ func (p *progress) finish(out *lcm.Outcome, err error, rep *review.Report) {
 		status = "FAILED"
 	}
 	if p.g.json() {
-		enc := json.NewEncoder(p.g.stdout)
-		enc.SetIndent("", "  ")
 		doc := map[string]any{
 			"ok": err == nil, "exit_code": fail.Code(err), "operation": out.Operation, "cluster": out.Cluster,
 			"where": out.Where, "check": out.Check,
@@ -314,7 +316,10 @@ func (p *progress) finish(out *lcm.Outcome, err error, rep *review.Report) {
 		if rep != nil {
 			doc["report"] = rep
 		}
-		enc.Encode(doc)
+		var buf bytes.Buffer
+		if redact.EncodeJSON(&buf, doc, "  ") == nil {
+			p.g.stdout.Write(p.mask.MaskJSON(buf.Bytes()))
+		}
 		return
 	}
 	w := tabwriter.NewWriter(p.g.stderr, 0, 0, 2, ' ', 0)
@@ -333,19 +338,23 @@ func (p *progress) finish(out *lcm.Outcome, err error, rep *review.Report) {
 
 // writeReport writes the review report: JSON if the file name ends in
 // .json, else Markdown. Mode 0644: a report is for sharing, and it holds no
-// secret (it is made from masked events only; internal/report tests it).
-func writeReport(name string, rep *review.Report) error {
+// secret (it is made from masked events only; internal/report tests it),
+// which mask checks once more on the text as written.
+func writeReport(name string, rep *review.Report, mask *redact.Masker) error {
 	var buf bytes.Buffer
-	var err error
+	var data []byte
 	if strings.EqualFold(filepath.Ext(name), ".json") {
-		err = rep.WriteJSON(&buf)
+		if err := rep.WriteJSON(&buf); err != nil {
+			return err
+		}
+		data = mask.MaskJSON(buf.Bytes())
 	} else {
-		err = rep.WriteMarkdown(&buf)
+		if err := rep.WriteMarkdown(&buf); err != nil {
+			return err
+		}
+		data = []byte(mask.Mask(buf.String()))
 	}
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(name, buf.Bytes(), 0o644)
+	return os.WriteFile(name, data, 0o644)
 }
 
 // checkRoles refuses a --tags/--role value that is not an embedded role: a

@@ -22,7 +22,7 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"github.com/heatsible/heatsible/internal/redact"
 )
 
 // Bundle layout, relative to the bundle's root.
@@ -50,7 +50,7 @@ const (
 )
 
 // Masked replaces secret values in masked copies and output.
-const Masked = "********"
+const Masked = redact.Masked
 
 // BundleSpec is everything a run needs, as produced by the caller.
 type BundleSpec struct {
@@ -79,7 +79,8 @@ type BundleSpec struct {
 	// "{{ heatsible_secrets.master_password }}".
 	Secrets []byte
 	// SecretValues are masked in events, output and records, on top of
-	// every string value found in Secrets.
+	// every string value of Secrets at least redact.MinLeafSecret bytes
+	// long; every form of each (internal/redact) is masked.
 	SecretValues []string
 	// VarsFiles are more vars files (file name -> content), written 0600
 	// at the bundle's top like Secrets, for runs that pass one instead of
@@ -109,7 +110,7 @@ type Bundle struct {
 
 	spec    BundleSpec
 	invName string
-	masker  *Masker
+	masker  *redact.Masker
 	created time.Time
 }
 
@@ -142,7 +143,7 @@ func NewBundle(spec BundleSpec) (*Bundle, error) {
 	if spec.Timeout == 0 {
 		spec.Timeout = DefaultTimeout
 	}
-	masker, err := NewMasker(spec.Secrets, spec.SecretValues)
+	masker, err := redact.FromYAML(spec.Secrets, spec.SecretValues)
 	if err != nil {
 		return nil, err
 	}
@@ -387,15 +388,15 @@ func (b *Bundle) Spec() BundleSpec { return b.spec }
 // bundle located at root.
 func (b *Bundle) InventoryPath(root string) string { return root + "/" + InventoryDir }
 
-// Masker returns the bundle's masker.
-func (b *Bundle) Masker() *Masker { return b.masker }
+// Masker returns the bundle's masker: every form of every secret value.
+func (b *Bundle) Masker() *redact.Masker { return b.masker }
 
-// Mask replaces every secret value in s with Masked.
+// Mask replaces every form of every secret value in s with Masked.
 func (b *Bundle) Mask(s string) string { return b.masker.Mask(s) }
 
 // MaskedSecrets returns secrets.yml with every value replaced by Masked,
 // for run records.
-func (b *Bundle) MaskedSecrets() ([]byte, error) { return MaskYAML(b.spec.Secrets) }
+func (b *Bundle) MaskedSecrets() ([]byte, error) { return redact.MaskYAML(b.spec.Secrets) }
 
 // Close removes the bundle directory.
 func (b *Bundle) Close() error {
@@ -406,95 +407,4 @@ func (b *Bundle) Close() error {
 		return fmt.Errorf("removing bundle %s: %w", b.Dir, err)
 	}
 	return nil
-}
-
-// Masker replaces known secret values in text.
-type Masker struct {
-	values []string // longest first, so a secret containing another is masked whole
-}
-
-// minLeafSecret is the shortest secrets.yml string masked automatically;
-// shorter ones would shred unrelated output. Non-strings (ports, booleans)
-// are not masked; explicit SecretValues always are.
-const minLeafSecret = 4
-
-// NewMasker collects the string values of secretsYAML and extra.
-func NewMasker(secretsYAML []byte, extra []string) (*Masker, error) {
-	seen := map[string]bool{}
-	m := &Masker{}
-	add := func(v string, min int) {
-		if len(v) >= min && !seen[v] && v != Masked {
-			seen[v] = true
-			m.values = append(m.values, v)
-		}
-	}
-	for _, v := range extra {
-		add(v, 1)
-	}
-	if len(strings.TrimSpace(string(secretsYAML))) > 0 {
-		var root yaml.Node
-		if err := yaml.Unmarshal(secretsYAML, &root); err != nil {
-			return nil, fmt.Errorf("parsing secrets YAML: %w", err)
-		}
-		walkScalars(&root, false, func(n *yaml.Node) {
-			if n.ShortTag() == "!!str" {
-				add(n.Value, minLeafSecret)
-			}
-		})
-	}
-	sort.Slice(m.values, func(i, j int) bool { return len(m.values[i]) > len(m.values[j]) })
-	return m, nil
-}
-
-// Mask replaces every secret value in s with Masked.
-func (m *Masker) Mask(s string) string {
-	if m == nil {
-		return s
-	}
-	for _, v := range m.values {
-		if strings.Contains(s, v) {
-			s = strings.ReplaceAll(s, v, Masked)
-		}
-	}
-	return s
-}
-
-// MaskYAML returns the YAML document with every scalar value (not key)
-// replaced by Masked.
-func MaskYAML(doc []byte) ([]byte, error) {
-	if len(strings.TrimSpace(string(doc))) == 0 {
-		return []byte("{}\n"), nil
-	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(doc, &root); err != nil {
-		return nil, fmt.Errorf("parsing secrets YAML: %w", err)
-	}
-	walkScalars(&root, false, func(n *yaml.Node) {
-		n.Value, n.Tag, n.Style = Masked, "!!str", 0
-	})
-	out, err := yaml.Marshal(&root)
-	if err != nil {
-		return nil, fmt.Errorf("writing masked secrets: %w", err)
-	}
-	return out, nil
-}
-
-// walkScalars calls f on every scalar value node (mapping keys excluded).
-func walkScalars(n *yaml.Node, isKey bool, f func(*yaml.Node)) {
-	switch n.Kind {
-	case yaml.ScalarNode:
-		if !isKey {
-			f(n)
-		}
-	case yaml.MappingNode:
-		for i, c := range n.Content {
-			walkScalars(c, i%2 == 0, f)
-		}
-	case yaml.DocumentNode, yaml.SequenceNode:
-		for _, c := range n.Content {
-			walkScalars(c, false, f)
-		}
-	case yaml.AliasNode:
-		// the anchor was visited where it is defined
-	}
 }

@@ -149,31 +149,38 @@ func TestNewBundleRejects(t *testing.T) {
 	}
 }
 
-func TestMasking(t *testing.T) {
-	m, err := NewMasker([]byte("heatsible_secrets:\n  a: long-secret-1\n  b: [\"long-secret-2\"]\n  port: 22\n  on: true\n"), []string{"x9"})
+// TestBundleMasking: the bundle masks every form (internal/redact) of the
+// secrets file's strings and of SecretValues; keys, numbers and booleans
+// stay; MaskedSecrets masks every value.
+func TestBundleMasking(t *testing.T) {
+	spec := minimalSpec(t)
+	spec.Secrets = []byte("heatsible_secrets:\n  a: long&secret<1>\n  b: [\"long-secret-2\"]\n  port: 22\n  on: true\n")
+	spec.SecretValues = []string{"x9"}
+	b, err := NewBundle(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer b.Close()
 	tests := []struct{ in, want string }{
-		{"pw=long-secret-1.", "pw=********."},
-		{"long-secret-2 and long-secret-1", "******** and ********"},
+		{"pw=long&secret<1>.", "pw=********."},
+		{`{"pw":"long\u0026secret\u003c1\u003e"}`, `{"pw":"********"}`}, // json.Marshal's form
+		{"long-secret-2 and long&secret<1>", "******** and ********"},
 		{"port 22 stays, true stays", "port 22 stays, true stays"},
 		{"explicit x9 value", "explicit ******** value"},
 		{"heatsible_secrets keys stay", "heatsible_secrets keys stay"},
 	}
 	for _, tt := range tests {
-		if got := m.Mask(tt.in); got != tt.want {
+		if got := b.Mask(tt.in); got != tt.want {
 			t.Errorf("Mask(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
-
-	masked, err := MaskYAML([]byte("heatsible_secrets:\n  master_password: " + testSecret + "\n  list: [a, b]\n"))
+	masked, err := b.MaskedSecrets()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "heatsible_secrets:\n    master_password: '********'\n    list: ['********', '********']\n"
+	want := "heatsible_secrets:\n    a: '********'\n    b: ['********']\n    port: '********'\n    on: '********'\n"
 	if string(masked) != want {
-		t.Errorf("MaskYAML =\n%s\nwant\n%s", masked, want)
+		t.Errorf("MaskedSecrets =\n%s\nwant\n%s", masked, want)
 	}
 }
 

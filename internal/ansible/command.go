@@ -142,7 +142,7 @@ func Command(b *Bundle, root string, opts RunOptions) ([]string, error) {
 		return nil, fmt.Errorf("building ansible-playbook command: %w", err)
 	}
 	for _, a := range argv {
-		if b.masker.Mask(a) != a {
+		if b.masker.Contains(a) {
 			return nil, errors.New("building ansible-playbook command: a secret value would appear on the command line (extra vars, limit or tags); pass it through the secrets file")
 		}
 	}
@@ -333,7 +333,7 @@ const stderrTail = 64 << 10
 
 func newRun(b *Bundle, argv []string, dir string, opts RunOptions) *run {
 	r := &run{res: &Result{Command: argv, Dir: dir, ExitCode: -1, Started: time.Now()}}
-	r.parser = newEventParser(b.masker.Mask, opts.OnEvent)
+	r.parser = newEventParser(b.masker, opts.OnEvent)
 	r.out = newLineWriter(r.parser.line)
 	log := opts.logger()
 	r.errw = newLineWriter(func(line string) {

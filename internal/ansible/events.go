@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/heatsible/heatsible/internal/redact"
 )
 
 // Status is a host's result for one task.
@@ -87,6 +89,7 @@ type jsonlEvent struct {
 // eventParser turns jsonl lines into Events and a recap. Feed it lines in
 // order; it is safe for one writer and concurrent readers of the result.
 type eventParser struct {
+	m       *redact.Masker
 	mask    func(string) string
 	onEvent func(Event)
 
@@ -98,11 +101,9 @@ type eventParser struct {
 	raw     []string
 }
 
-func newEventParser(mask func(string) string, onEvent func(Event)) *eventParser {
-	if mask == nil {
-		mask = func(s string) string { return s }
-	}
-	return &eventParser{mask: mask, onEvent: onEvent, counted: map[string]HostRecap{}}
+// newEventParser masks with m (nothing if nil).
+func newEventParser(m *redact.Masker, onEvent func(Event)) *eventParser {
+	return &eventParser{m: m, mask: m.Mask, onEvent: onEvent, counted: map[string]HostRecap{}}
 }
 
 // line handles one line of ansible-playbook's stdout.
@@ -147,7 +148,7 @@ func (p *eventParser) line(line string) {
 			}
 			e.Action, _ = r["action"].(string)
 			e.Status = statusOf(ev.Event, r)
-			e.Msg = p.mask(message(e.Status, r))
+			e.Msg = p.mask(message(e.Status, r, p.m))
 			e.Diff = p.mask(renderDiffs(r))
 			c := p.counted[h]
 			switch e.Status {
@@ -216,7 +217,10 @@ func statusOf(event string, r map[string]any) Status {
 }
 
 // message picks a useful one-line-ish message out of a module result.
-func message(st Status, r map[string]any) string {
+// Every part is masked before it is cut short (m.Truncate), so that a
+// secret across a cut leaves no beginning behind; values that are not
+// strings are written as JSON without HTML escaping.
+func message(st Status, r map[string]any, m *redact.Masker) string {
 	str := func(k string) string {
 		switch v := r[k].(type) {
 		case string:
@@ -224,11 +228,10 @@ func message(st Status, r map[string]any) string {
 		case nil:
 			return ""
 		default:
-			b, _ := json.Marshal(v)
-			return string(b)
+			return jsonText(v)
 		}
 	}
-	msg := str("msg")
+	msg := m.Mask(str("msg"))
 	if st != StatusFailed && st != StatusUnreachable {
 		return msg
 	}
@@ -237,44 +240,49 @@ func message(st Status, r map[string]any) string {
 		parts = append(parts, msg)
 	}
 	for _, k := range []string{"stderr", "stdout", "module_stderr", "module_stdout"} {
-		if v := str(k); v != "" && v != msg {
-			parts = append(parts, k+": "+truncate(v, 2000))
+		if v := m.Mask(str(k)); v != "" && v != msg {
+			parts = append(parts, k+": "+m.Truncate(v, 2000))
 			break
 		}
 	}
 	// Loops: report the failed items' messages.
 	if items, ok := r["results"].([]any); ok {
 		for _, it := range items {
-			m, ok := it.(map[string]any)
+			it, ok := it.(map[string]any)
 			if !ok {
 				continue
 			}
-			if f, _ := m["failed"].(bool); f {
-				itemMsg, _ := m["msg"].(string)
+			if f, _ := it["failed"].(bool); f {
+				itemMsg, _ := it["msg"].(string)
+				if itemMsg == "" && it["msg"] != nil {
+					itemMsg = jsonText(it["msg"])
+				}
 				// The loop's label names the item; the item itself may be a
 				// whole registered result (hundreds of characters).
-				item := short(m["item"])
-				if l, ok := m["_ansible_item_label"].(string); ok && l != "" {
-					item = truncate(l, 200)
+				item := m.Truncate(jsonText(it["item"]), 200)
+				if l, ok := it["_ansible_item_label"].(string); ok && l != "" {
+					item = m.Truncate(l, 200)
 				}
-				parts = append(parts, fmt.Sprintf("item %s: %s", item, truncate(itemMsg, 500)))
+				parts = append(parts, fmt.Sprintf("item %s: %s", item, m.Truncate(itemMsg, 500)))
 			}
 		}
 	}
 	return strings.Join(parts, "; ")
 }
 
-func short(v any) string {
-	b, _ := json.Marshal(v)
-	return truncate(string(b), 200)
+// jsonText writes v as JSON for people: "&<>" as they are, not
+// \u0026\u003c\u003e.
+func jsonText(v any) string {
+	b, err := redact.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
+// truncate cuts s to at most n bytes, on a character boundary, adding
+// "…". It does not mask: give it masked text.
+func truncate(s string, n int) string { return (*redact.Masker)(nil).Truncate(s, n) }
 
 // renderDiffs renders a module's "diff" (one object or a list; loops keep
 // theirs in results[].diff) as unified diffs.
@@ -345,7 +353,10 @@ func diffText(v any) string {
 		}
 		return sb.String()
 	default:
-		b, _ := json.MarshalIndent(v, "", "  ")
-		return string(b) + "\n"
+		var b strings.Builder
+		if err := redact.EncodeJSON(&b, v, "  "); err != nil {
+			return fmt.Sprint(v) + "\n"
+		}
+		return b.String()
 	}
 }

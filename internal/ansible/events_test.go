@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/heatsible/heatsible/internal/redact"
 )
 
 // Lines shaped like ansible.posix.jsonl's output (core 2.14).
@@ -21,9 +23,9 @@ var jsonlRun = []string{
 }
 
 func TestEventParser(t *testing.T) {
-	m, _ := NewMasker(nil, []string{"hunter22-secret"})
+	m := redact.New("hunter22-secret")
 	var live []Event
-	p := newEventParser(m.Mask, func(e Event) { live = append(live, e) })
+	p := newEventParser(m, func(e Event) { live = append(live, e) })
 	w := newLineWriter(p.line)
 	// Feed in odd-sized chunks: lines must be reassembled.
 	all := strings.Join(jsonlRun, "\n") + "\n"

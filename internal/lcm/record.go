@@ -1,7 +1,6 @@
 package lcm
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,6 +17,7 @@ import (
 	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/params"
+	"github.com/heatsible/heatsible/internal/redact"
 	"github.com/heatsible/heatsible/internal/report"
 	"github.com/heatsible/heatsible/internal/topology"
 )
@@ -33,9 +33,11 @@ import (
 //	                     (hosts.yml, group_vars/), playbook.yml,
 //	                     secrets.yml (every value masked), manifests/
 //
-// Every string written goes through a masker that knows every secret of the
-// request (node, load balancer and Ansible host passwords, proxy URLs with
-// credentials) and of the secrets file.
+// Every string written goes through a masker (internal/redact) that knows
+// every form of every secret of the request (node, load balancer and
+// Ansible host passwords, proxy URLs with credentials and their passwords)
+// and of the secrets file. run.log's JSON is written without HTML escaping
+// and masked as JSON, so that it stays valid.
 const (
 	// RunsDir is the records' directory under StateDir().
 	RunsDir = "runs"
@@ -62,19 +64,19 @@ type record struct {
 	started time.Time
 
 	mu     sync.Mutex
-	mask   *ansible.Masker
+	mask   *redact.Masker
 	dir    string
 	f      *os.File
 	broken bool
 }
 
 func newRecord(o RunOptions, log *slog.Logger, started time.Time) *record {
-	m, _ := ansible.NewMasker(nil, requestSecrets(o.Request))
-	return &record{o: o, log: log, started: started, mask: m}
+	return &record{o: o, log: log, started: started, mask: redact.New(RequestSecrets(o.Request)...)}
 }
 
-// requestSecrets lists every secret value of the request.
-func requestSecrets(req *params.Request) []string {
+// RequestSecrets lists every secret value of the request, for a masker
+// (redact.New), which also masks the password inside a proxy URL.
+func RequestSecrets(req *params.Request) []string {
 	if req == nil {
 		return nil
 	}
@@ -190,11 +192,11 @@ func (r *record) write(l report.LogLine) {
 	if r.f == nil {
 		return
 	}
-	b, err := json.Marshal(l)
+	b, err := redact.Marshal(l)
 	if err != nil {
 		return
 	}
-	if _, err := r.f.Write(append([]byte(r.mask.Mask(string(b))), '\n')); err != nil {
+	if _, err := r.f.Write(append(r.mask.MaskJSON(b), '\n')); err != nil {
 		r.log.Warn("cannot write the run log", "error", err)
 	}
 }
@@ -203,13 +205,13 @@ func (r *record) write(l report.LogLine) {
 func (r *record) files(f *Files) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if m, err := ansible.NewMasker(f.Secrets, append(requestSecrets(r.o.Request), f.SecretValues...)); err == nil {
+	if m, err := redact.FromYAML(f.Secrets, append(RequestSecrets(r.o.Request), f.SecretValues...)); err == nil {
 		r.mask = m
 	}
 	if r.dir == "" {
 		return
 	}
-	secrets, err := ansible.MaskYAML(f.Secrets)
+	secrets, err := redact.MaskYAML(f.Secrets)
 	if err != nil {
 		secrets = []byte("# the secrets file could not be parsed; not recorded\n")
 	}
@@ -318,7 +320,7 @@ func (r *record) finish(out *Outcome, err error) (*Outcome, error) {
 		}
 	}
 	if err != nil {
-		err = &loggedError{err: err, log: filepath.Join(r.dir, RunLog)}
+		err = &loggedError{err: err, log: filepath.Join(r.dir, RunLog), mask: r.mask}
 	}
 	return out, err
 }
@@ -338,13 +340,15 @@ func (r *record) fallbackCluster() string {
 	return "unknown"
 }
 
-// loggedError is a run's error with its run log's path appended.
+// loggedError is a run's error with its run log's path appended, masked:
+// it is what the CLI prints and puts in -o json and the review report.
 type loggedError struct {
-	err error
-	log string
+	err  error
+	log  string
+	mask *redact.Masker
 }
 
-func (e *loggedError) Error() string { return e.err.Error() + " (log: " + e.log + ")" }
+func (e *loggedError) Error() string { return e.mask.Mask(e.err.Error()) + " (log: " + e.log + ")" }
 func (e *loggedError) Unwrap() error { return e.err }
 
 // As gives the CLI, which prints params.Problems one per line instead of
@@ -360,6 +364,9 @@ func (e *loggedError) As(target any) bool {
 		return false
 	}
 	ps = slices.Clone(ps)
+	for i := range ps {
+		ps[i].Msg = e.mask.Mask(ps[i].Msg)
+	}
 	ps[len(ps)-1].Msg += " (log: " + e.log + ")"
 	*p = ps
 	return true

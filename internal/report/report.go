@@ -9,7 +9,6 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/heatsible/heatsible/internal/ansible"
+	"github.com/heatsible/heatsible/internal/redact"
 )
 
 // Outcome is what a task did on one host, in reviewer's words.
@@ -196,12 +196,9 @@ func isReport(action string) bool {
 	return action == "debug" || strings.HasSuffix(action, ".debug")
 }
 
-// WriteJSON writes the report as indented JSON.
-func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+// WriteJSON writes the report as indented JSON, without HTML escaping
+// ("&<>" as they are: the report is for people and their tools).
+func (r *Report) WriteJSON(w io.Writer) error { return redact.EncodeJSON(w, r, "  ") }
 
 // WriteMarkdown writes the report as Markdown: a header, a table of hosts,
 // then per host every task with its outcome, the diff of every change and

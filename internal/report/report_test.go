@@ -2,11 +2,14 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/heatsible/heatsible/internal/ansible"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -118,5 +121,19 @@ func TestOutcomes(t *testing.T) {
 	in.Check = false
 	if o := Build(in).Hosts[1].Tasks[1].Outcome; o != Changed {
 		t.Errorf("applied run: %q, want changed", o)
+	}
+}
+
+// TestWriteJSONForPeople: the JSON report writes "&<>" as they are (not
+// \u0026\u003c\u003e, which a reader cannot read and a search for a
+// leaked secret would have to guess) and stays valid JSON.
+func TestWriteJSONForPeople(t *testing.T) {
+	res := &ansible.Result{Events: []ansible.Event{{Kind: ansible.KindResult, Play: "p", Task: "a & b <c>", Host: "h", Status: ansible.StatusFailed, Msg: "x < y && z > 0"}}}
+	var buf bytes.Buffer
+	if err := Build(Input{Operation: "op", Cluster: "c", Result: res}).WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !json.Valid(buf.Bytes()) || !strings.Contains(buf.String(), `"task": "a & b <c>"`) || !strings.Contains(buf.String(), `"msg": "x < y && z > 0"`) {
+		t.Errorf("WriteJSON:\n%s", buf.String())
 	}
 }
