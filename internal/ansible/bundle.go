@@ -422,7 +422,9 @@ func NewMasker(secretsYAML []byte, extra []string) (*Masker, error) {
 			return nil, fmt.Errorf("parsing secrets YAML: %w", err)
 		}
 		walkScalars(&root, false, func(n *yaml.Node) {
-			if n.ShortTag() == "!!str" {
+			// heatsible writes its secrets as !unsafe strings (data Ansible
+			// never templates); they are strings all the same.
+			if n.ShortTag() == "!!str" || n.Tag == "!unsafe" {
 				add(n.Value, minLeafSecret)
 			}
 		})

@@ -150,13 +150,14 @@ func TestNewBundleRejects(t *testing.T) {
 }
 
 func TestMasking(t *testing.T) {
-	m, err := NewMasker([]byte("heatsible_secrets:\n  a: long-secret-1\n  b: [\"long-secret-2\"]\n  port: 22\n  on: true\n"), []string{"x9"})
+	m, err := NewMasker([]byte("heatsible_secrets:\n  a: long-secret-1\n  b: [\"long-secret-2\"]\n  c: !unsafe \"long-{{ secret }}-3\"\n  port: 22\n  on: true\n"), []string{"x9"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct{ in, want string }{
 		{"pw=long-secret-1.", "pw=********."},
 		{"long-secret-2 and long-secret-1", "******** and ********"},
+		{"unsafe long-{{ secret }}-3.", "unsafe ********."},
 		{"port 22 stays, true stays", "port 22 stays, true stays"},
 		{"explicit x9 value", "explicit ******** value"},
 		{"heatsible_secrets keys stay", "heatsible_secrets keys stay"},

@@ -38,7 +38,7 @@ func kubesprayInventory(req *params.Request, t *topology.Topology, without []str
 			h["ansible_user"] = cn.user
 		}
 		if cn := byRole[n.Role]; cn.secret != "" && hasSecret(req, n.Role) {
-			ref := "{{ heatsible_secrets." + cn.secret + " }}"
+			ref := Template("{{ heatsible_secrets." + cn.secret + " }}")
 			h["ansible_password"], h["ansible_become_password"] = ref, ref
 		}
 		hosts[n.Name] = h
