@@ -1,17 +1,27 @@
 // Package playbooks holds heatsible's per-operation playbook templates and
 // renders them. Templates are Go text/template with sprig functions and the
 // delimiters [[ ]], so Jinja2's {{ }} passes through to Ansible untouched.
+//
+// Every value a template writes into the YAML goes through one of two
+// functions: unsafe (a YAML flow value whose strings are tagged !unsafe, so
+// Ansible never renders them as Jinja) or comment (one comment line, its
+// non-printable characters escaped). Jinja in a template's own text is
+// heatsible's.
 package playbooks
 
 import (
 	"bytes"
 	"embed"
+	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"text/template"
+	"unicode"
 
 	"github.com/Masterminds/sprig/v3"
+	"gopkg.in/yaml.v3"
 )
 
 //go:embed *.yml.tmpl
@@ -75,7 +85,10 @@ func Render(op string, d Data) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("no playbook for operation %q (have: %s)", op, strings.Join(Operations(), ", "))
 	}
-	t, err := template.New(name).Delims("[[", "]]").Funcs(sprig.TxtFuncMap()).Option("missingkey=error").Parse(string(src))
+	funcs := sprig.TxtFuncMap()
+	funcs["unsafe"] = unsafe
+	funcs["comment"] = comment
+	t, err := template.New(name).Delims("[[", "]]").Funcs(funcs).Option("missingkey=error").Parse(string(src))
 	if err != nil {
 		return nil, fmt.Errorf("playbook template %s: %w", name, err)
 	}
@@ -84,4 +97,65 @@ func Render(op string, d Data) ([]byte, error) {
 		return nil, fmt.Errorf("rendering playbook %s: %w", name, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// unsafe renders v (a string, a list, a struct: anything encoding/json
+// takes) as a one-line YAML flow value whose strings are tagged !unsafe and
+// double-quoted, e.g. [{address: !unsafe "10.0.0.20", name: !unsafe "w-0"}].
+// Booleans and numbers stay as they are; map keys are sorted.
+func unsafe(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("unsafe: %w", err)
+	}
+	var data any
+	if err := json.Unmarshal(b, &data); err != nil {
+		return "", fmt.Errorf("unsafe: %w", err)
+	}
+	out, err := yaml.Marshal(unsafeNode(data))
+	if err != nil {
+		return "", fmt.Errorf("unsafe: %w", err)
+	}
+	return strings.TrimSuffix(string(out), "\n"), nil
+}
+
+func unsafeNode(v any) *yaml.Node {
+	switch v := v.(type) {
+	case string:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!unsafe", Value: v, Style: yaml.DoubleQuotedStyle}
+	case []any:
+		n := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+		for _, e := range v {
+			n.Content = append(n.Content, unsafeNode(e))
+		}
+		return n
+	case map[string]any:
+		n := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, unsafeNode(v[k]))
+		}
+		return n
+	case nil:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
+	}
+	n := &yaml.Node{}
+	_ = n.Encode(v) // bool, float64: json.Unmarshal gives nothing else
+	return n
+}
+
+// comment renders s for a comment line: as it is when every character is
+// printable (a line break would end the comment and start YAML), quoted
+// with Go's escapes otherwise.
+func comment(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }

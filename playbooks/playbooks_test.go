@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -108,5 +109,76 @@ func TestSyntaxCheck(t *testing.T) {
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("%s: %v\n%s", op, err, b)
 		}
+	}
+}
+
+// TestRenderLiteral renders every playbook with values that carry Jinja and
+// YAML (node names, routes and the cluster name come from the topology;
+// heatsible validates them, but the playbook must not depend on that): the
+// plays are the template's, and ansible-playbook matches the host patterns
+// literally.
+func TestRenderLiteral(t *testing.T) {
+	const jinja = "m{{ 7*7 }}"
+	d := Data{
+		Cluster:   "c\n- hosts: all\n  tasks: [{ansible.builtin.command: touch /tmp/PWNED}]\n# \u2028x",
+		Operation: "op", Target: "storage-server", Version: "v\r\n- hosts: all",
+		FirstMaster: jinja, Storage: true, PVs: true, PVState: "present",
+		Nodes: []string{"n{{ 6*7 }}", `n"], x: [`},
+		LB:    true, LBInstall: true, LBRoutes: []Route{{Name: "r{% raw %}", Address: "{{ lookup('pipe', 'id') }}"}},
+	}
+	wantPlays := map[string]int{"instantiate-end": 4, "heal-start": 1, "heal-end": 2, "node-add": 2, "node-remove": 3}
+	dir := t.TempDir()
+	inv := filepath.Join(dir, "hosts.yml")
+	if err := os.WriteFile(inv, []byte("all:\n  hosts:\n    \"m{{ 7*7 }}\": {}\n    m49: {}\n    \"n{{ 6*7 }}\": {}\n    n42: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range Operations() {
+		t.Run(op, func(t *testing.T) {
+			out, err := Render(op, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var plays []map[string]any
+			if err := yaml.Unmarshal(out, &plays); err != nil {
+				t.Fatalf("not YAML: %v\n%s", err, out)
+			}
+			if len(plays) != wantPlays[op] {
+				t.Fatalf("%d plays, want %d (a value broke out of its place):\n%s", len(plays), wantPlays[op], out)
+			}
+			for _, p := range plays {
+				if h := p["hosts"]; h != jinja && h != "nfs_server" && h != "nfs_client" && h != "external_lb" && h != strings.Join(d.Nodes, ",") {
+					t.Errorf("play %q runs on %q", p["name"], h)
+				}
+				vars, _ := p["vars"].(map[string]any)
+				if names, ok := vars["k8s_node_names"]; ok && !reflect.DeepEqual(names, []any{d.Nodes[0], d.Nodes[1]}) {
+					t.Errorf("k8s_node_names = %q", names)
+				}
+				if routes, ok := vars["external_lb_routes"]; ok && !reflect.DeepEqual(routes, []any{map[string]any{"name": "r{% raw %}", "address": "{{ lookup('pipe', 'id') }}"}}) {
+					t.Errorf("external_lb_routes = %q", routes)
+				}
+			}
+			if _, err := exec.LookPath("ansible-playbook"); err != nil {
+				return
+			}
+			pb := filepath.Join(dir, op+".yml")
+			if err := os.WriteFile(pb, out, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("ansible-playbook", "--list-hosts", "-i", inv, pb)
+			rolesDir, _ := filepath.Abs("../roles")
+			cmd.Env = append(os.Environ(), "ANSIBLE_ROLES_PATH="+rolesDir, "ANSIBLE_HOME="+dir, "ANSIBLE_LOCAL_TEMP="+dir)
+			b, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%v\n%s", err, b)
+			}
+			for _, bad := range []string{"m49", "n42"} {
+				if strings.Contains(string(b), bad) {
+					t.Errorf("a host pattern was rendered as Jinja (%s):\n%s", bad, b)
+				}
+			}
+			if (op != "node-add") != strings.Contains(string(b), jinja) {
+				t.Errorf("ansible-playbook --list-hosts:\n%s", b)
+			}
+		})
 	}
 }

@@ -91,8 +91,14 @@ type BundleSpec struct {
 	// Files are extra files (relative path -> content, mode 0644), e.g.
 	// prepared PV manifests under manifests/.
 	Files map[string][]byte
-	// KnownHosts is the known_hosts content ansible's ssh uses, strictly.
+	// KnownHosts is the operator's known_hosts; the bundle's known_hosts,
+	// which ansible's ssh uses strictly, holds only its lines for the hosts
+	// in KnownHostsFor (see SelectKnownHosts).
 	KnownHosts []byte
+	// KnownHostsFor are the addresses the run connects to ("host",
+	// "host:port" or "[host]:port"; port 22 if none). None: the bundle's
+	// known_hosts is empty and every connection fails its host key check.
+	KnownHostsFor []string
 
 	// Forks is ansible's parallelism (DefaultForks if zero).
 	Forks int
@@ -237,7 +243,7 @@ func (b *Bundle) write() error {
 			return err
 		}
 	}
-	if err := writeFile(b.Dir, KnownHostsFile, b.spec.KnownHosts, 0o644); err != nil {
+	if err := writeFile(b.Dir, KnownHostsFile, SelectKnownHosts(b.spec.KnownHosts, b.spec.KnownHostsFor), 0o644); err != nil {
 		return err
 	}
 	if err := os.Mkdir(filepath.Join(b.Dir, TmpDir), 0o700); err != nil {
@@ -320,9 +326,9 @@ func copyFS(src fs.FS, dst string) error {
 // smart gathering (facts gathered once per host per run, however many plays
 // address it; plays that say gather_facts: false are honoured); pipelining
 // and a 60s ControlPersist (fewer SSH round trips per task); strict host key
-// checking against the bundle's known_hosts.
+// checking against the bundle's known_hosts, first on ssh's command line
+// (sshArgs).
 func (b *Bundle) Config(root string) []byte {
-	q := func(p string) string { return `"` + p + `"` }
 	settings := map[string]map[string]string{
 		"defaults": {
 			"roles_path":          root + "/" + RolesDir,
@@ -336,15 +342,12 @@ func (b *Bundle) Config(root string) []byte {
 			"retry_files_enabled": "False",
 			"interpreter_python":  "auto_silent",
 			"show_custom_stats":   "False",
+			// Lookup results (PV manifests) stay data (the default, pinned).
+			"allow_unsafe_lookups": "False",
 		},
 		"ssh_connection": {
 			"pipelining": "True",
-			"ssh_args":   "-o ControlMaster=auto -o ControlPersist=60s",
-			// The bundle's known_hosts is the only authority: without
-			// GlobalKnownHostsFile=/dev/null a key in the Ansible host's
-			// /etc/ssh/ssh_known_hosts would still let a host whose key
-			// heatsible was told has changed through.
-			"ssh_common_args": "-o UserKnownHostsFile=" + q(root+"/"+KnownHostsFile) + " -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes",
+			"ssh_args":   sshArgs(root),
 		},
 	}
 	for sec, kv := range b.spec.Config {

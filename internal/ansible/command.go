@@ -3,10 +3,13 @@ package ansible
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -35,8 +38,9 @@ type RunOptions struct {
 	// Tags and SkipTags are --tags and --skip-tags.
 	Tags     []string
 	SkipTags []string
-	// ExtraVars go into argv as JSON: non-secret values only. Command
-	// refuses a value that matches a known secret.
+	// ExtraVars go into argv as JSON: non-secret values without Jinja
+	// delimiters only (JSON cannot mark a value !unsafe). Command refuses
+	// a value that matches a known secret or holds "{{", "{%" or "{#".
 	ExtraVars map[string]any
 	// VarsFile is the bundle's vars file passed with -e @ instead of
 	// secrets.yml: one of BundleSpec.VarsFiles (e.g. kubespray's, which
@@ -141,6 +145,12 @@ func Command(b *Bundle, root string, opts RunOptions) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building ansible-playbook command: %w", err)
 	}
+	// Extra vars on the command line are JSON, which cannot carry !unsafe:
+	// Ansible would render any Jinja in them. heatsible puts only node
+	// names (DNS labels) and booleans there; anything else is a bug.
+	if js, err := json.Marshal(opts.ExtraVars); err == nil && jinjaRE.Match(js) {
+		return nil, errors.New("building ansible-playbook command: an extra var holds a Jinja delimiter ({{, {% or {#), which Ansible would evaluate; pass it in a vars file")
+	}
 	for _, a := range argv {
 		if b.masker.Contains(a) {
 			return nil, errors.New("building ansible-playbook command: a secret value would appear on the command line (extra vars, limit or tags); pass it through the secrets file")
@@ -149,23 +159,65 @@ func Command(b *Bundle, root string, opts RunOptions) ([]string, error) {
 	return argv, nil
 }
 
-// runEnv is the environment ansible-playbook gets on top of the inherited
-// one. None of it is secret. Pinning the callback and host key checking
-// here beats stray ANSIBLE_* variables of the caller's environment.
+// keptEnv are the only variables ansible-playbook inherits from the
+// environment heatsible runs in (locally, or the login session on the
+// Ansible host, which /etc/environment, ~/.bashrc and ~/.ssh/environment
+// fill): an ANSIBLE_SSH_ARGS there with StrictHostKeyChecking=no, an
+// ANSIBLE_CONFIG, ANSIBLE_STDOUT_CALLBACK or ANSIBLE_ROLES_PATH, a
+// PYTHONPATH, would otherwise change what the run does. The LC_* are the
+// locale categories.
+var keptEnv = []string{
+	"PATH", "HOME", "LANG",
+	"LC_ALL", "LC_ADDRESS", "LC_COLLATE", "LC_CTYPE", "LC_IDENTIFICATION", "LC_MEASUREMENT",
+	"LC_MESSAGES", "LC_MONETARY", "LC_NAME", "LC_NUMERIC", "LC_PAPER", "LC_TELEPHONE", "LC_TIME",
+	"TMPDIR",
+}
+
+// cleanEnv returns the keptEnv entries of env.
+func cleanEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(keptEnv, k) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// sshArgs are Ansible's ssh_args for a bundle at root. Ansible puts
+// ssh_args first on ssh's command line, before what host_key_checking,
+// ssh_common_args and ssh_extra_args add, and ssh keeps the first value it
+// reads of an option (command line, then ~/.ssh/config, then
+// /etc/ssh/ssh_config): nothing later can switch the checks off. The
+// bundle's known_hosts is the only authority: without
+// GlobalKnownHostsFile=/dev/null a key in the Ansible host's
+// /etc/ssh/ssh_known_hosts would still let a host whose key heatsible was
+// told has changed through.
+func sshArgs(root string) string {
+	return "-o UserKnownHostsFile=\"" + root + "/" + KnownHostsFile + "\" -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes" +
+		" -o ControlMaster=auto -o ControlPersist=60s"
+}
+
+// jinjaRE finds what starts a Jinja expression, statement or comment.
+var jinjaRE = regexp.MustCompile(`\{[{%#]`)
+
+// runEnv is what heatsible sets in ansible-playbook's environment, on top of
+// keptEnv. None of it is secret. The callback, host key checking and ssh
+// arguments are pinned here as well as in ansible.cfg, because a
+// ForeignConfig run reads kubespray's ansible.cfg (which turns host key
+// checking off), and an environment variable beats ansible.cfg.
 func runEnv(b *Bundle, root string, opts RunOptions) []string {
 	cfg := []string{"ANSIBLE_CONFIG=" + root + "/" + ConfigFile}
 	if opts.ForeignConfig {
-		// ansible.cfg of the working directory applies; ssh_args replaces
-		// its ssh_args whole, and comes first on ssh's command line, so the
-		// bundle's known_hosts wins over e.g. UserKnownHostsFile=/dev/null.
+		// ansible.cfg of the working directory applies.
 		cfg = []string{
-			"ANSIBLE_SSH_ARGS=-o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=" + root + "/" + KnownHostsFile +
-				" -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes",
 			"ANSIBLE_FORKS=" + fmt.Sprint(b.spec.Forks),
 			"ANSIBLE_RETRY_FILES_ENABLED=False",
 		}
 	}
 	return append(cfg,
+		"ANSIBLE_SSH_ARGS="+sshArgs(root),
 		"ANSIBLE_STDOUT_CALLBACK=ansible.posix.jsonl",
 		"ANSIBLE_HOST_KEY_CHECKING=True",
 		"ANSIBLE_NOCOLOR=1",

@@ -38,7 +38,7 @@ func (LocalRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (*Result
 		return nil, fmt.Errorf("running %s: %w", argv[0], err)
 	}
 	r := newRun(b, argv, dir, opts)
-	px := &procExec{dir: dir, env: append(scrubEnv(os.Environ()), runEnv(b, b.Dir, opts)...)}
+	px := &procExec{dir: dir, env: append(cleanEnv(os.Environ()), runEnv(b, b.Dir, opts)...)}
 
 	// Hand DefaultExecute exactly the argv Command built and checked.
 	exe := execute.NewDefaultExecute(
@@ -79,26 +79,8 @@ type fixedCommand []string
 func (c fixedCommand) Command() ([]string, error) { return c, nil }
 func (c fixedCommand) String() string             { return strings.Join(c, " ") }
 
-// scrubEnv drops inherited variables that could override the bundle's
-// ansible.cfg (ANSIBLE_*) or that carry credentials ansible has no use for
-// (OpenStack's OS_*, anything named like a password, secret or token): the
-// less a child process holds, the less it can leak.
-func scrubEnv(env []string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		u := strings.ToUpper(k)
-		if strings.HasPrefix(u, "ANSIBLE_") || strings.HasPrefix(u, "OS_") ||
-			strings.Contains(u, "PASSWORD") || strings.Contains(u, "SECRET") || strings.Contains(u, "TOKEN") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
-}
-
 // procExec is go-ansible's Executabler for our process: working directory,
-// scrubbed environment, stdin from /dev/null (no prompt can ever wait for
+// clean environment (cleanEnv, runEnv), stdin from /dev/null (no prompt can ever wait for
 // an answer), its own process group so that cancel reaches ansible's
 // workers and ssh children, SIGTERM then SIGKILL.
 //

@@ -116,8 +116,9 @@ func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (re
 	return res, res.Err()
 }
 
-// remoteScript changes to dir and runs argv with the non-secret run
-// environment, holding a lock on the staging marker (flock, when the host
+// remoteScript changes to dir and runs argv in a clean environment (the
+// keptEnv variables of the login session, then env, which is runEnv's and
+// not secret), holding a lock on the staging marker (flock, when the host
 // has it) so that CleanupStale leaves a live run alone.
 //
 // A watchdog stops the run when the connection to heatsible is lost: sshd
@@ -141,7 +142,8 @@ func remoteScript(stage, dir string, argv, env []string) string {
 	marker := remote.ShellQuote(stage + "/" + MarkerFile)
 	return "cd " + remote.ShellQuote(dir) + " || exit 1\n" +
 		"lock=\nif command -v flock >/dev/null 2>&1; then lock=\"flock -n " + marker + "\"; fi\n" +
-		"$lock env " + strings.Join(env, " ") + " " + strings.Join(q, " ") + " &\n" +
+		keepEnvScript +
+		"$lock env -i \"$@\" " + strings.Join(env, " ") + " " + strings.Join(q, " ") + " &\n" +
 		"run=$! sshd=$PPID watch=\n" +
 		"if [ \"$sshd\" -gt 1 ] 2>/dev/null && [ -d /proc/\"$sshd\" ]; then\n" +
 		"  (\n" +
@@ -167,6 +169,15 @@ func remoteScript(stage, dir string, argv, env []string) string {
 		"if [ -n \"$watch\" ] && [ ! -d /proc/\"$sshd\" ]; then rm -rf -- " + remote.ShellQuote(stage) + "; fi\n" +
 		"exit $rc"
 }
+
+// keepEnvScript sets the positional parameters to NAME=value for each
+// variable of keptEnv that the login session has, for "env -i": the run
+// gets those and runEnv, nothing else of the Ansible host's environment.
+var keepEnvScript = `set --
+for v in ` + strings.Join(keptEnv, " ") + `; do
+  eval "[ -z \"\${$v+x}\" ] || set -- \"\$@\" \"$v=\$$v\""
+done
+`
 
 // watchdogGrace is how many seconds remoteScript's watchdog gives a run to
 // stop on SIGTERM before it removes the staging directory and kills it.

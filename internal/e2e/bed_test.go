@@ -70,7 +70,11 @@ func needBed(t *testing.T) *bed {
 		}
 		k, v, ok := strings.Cut(line, "=")
 		if ok {
-			b.env[strings.TrimPrefix(k, "export ")] = strings.Trim(v, `'"`)
+			val, err := shellWord(v)
+			if err != nil {
+				t.Fatalf("testbed/run/env: %s: %v", strings.TrimPrefix(k, "export "), err)
+			}
+			b.env[strings.TrimPrefix(k, "export ")] = val
 		}
 	}
 	for _, k := range []string{"BED_USER", "BED_PASSWORD", "OS_AUTH_URL", "HEATSIBLE_STACK"} {
@@ -79,6 +83,52 @@ func needBed(t *testing.T) *bed {
 		}
 	}
 	return b
+}
+
+// shellWord reads the value of a KEY=value line of a POSIX shell
+// environment file as sh would: single quotes keep everything, double
+// quotes keep all but the backslash before $ ` " \ and newline, an unquoted
+// backslash keeps the next character (that is how the bed's envq writes a
+// single quote inside a single-quoted value).
+// Expansions are refused: the bed never writes one.
+func shellWord(v string) (string, error) {
+	var out strings.Builder
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; c {
+		case '\'':
+			j := strings.IndexByte(v[i+1:], '\'')
+			if j < 0 {
+				return "", fmt.Errorf("unterminated single quote in %q", v)
+			}
+			out.WriteString(v[i+1 : i+1+j])
+			i += j + 1
+		case '"':
+			i++
+			for ; i < len(v) && v[i] != '"'; i++ {
+				if v[i] == '\\' && i+1 < len(v) && strings.IndexByte("$`\"\\\n", v[i+1]) >= 0 {
+					i++
+				} else if v[i] == '$' || v[i] == '`' {
+					return "", fmt.Errorf("expansion in %q", v)
+				}
+				out.WriteByte(v[i])
+			}
+			if i >= len(v) {
+				return "", fmt.Errorf("unterminated double quote in %q", v)
+			}
+		case '\\':
+			if i+1 < len(v) {
+				i++
+				out.WriteByte(v[i])
+			}
+		case '$', '`':
+			return "", fmt.Errorf("expansion in %q", v)
+		case ' ', '\t', ';', '&', '|', '<', '>', '(', ')':
+			return "", fmt.Errorf("unquoted %q in %q", c, v)
+		default:
+			out.WriteByte(c)
+		}
+	}
+	return out.String(), nil
 }
 
 // exec runs a command on a bed host as root and returns its stdout.

@@ -145,6 +145,7 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
 		VarsFiles:     files.VarsFiles(),
 		Files:         bundleFiles(files),
 		KnownHosts:    knownHosts,
+		KnownHostsFor: knownHostsFor(t),
 		Forks:         o.Forks,
 	})
 	if err != nil {

@@ -1,13 +1,10 @@
 package lcm
 
 import (
-	"bytes"
 	"fmt"
 	"path"
 	"slices"
 	"sort"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/heatsible/heatsible/internal/manifest"
 	"github.com/heatsible/heatsible/internal/params"
@@ -22,7 +19,8 @@ type Files struct {
 	Playbook  []byte
 	// GroupVars maps a group name to its group_vars/<group>.yml. None of them
 	// holds a secret: passwords are referenced as "{{ heatsible_secrets.* }}"
-	// and defined only in Secrets.
+	// and defined only in Secrets. Every string in them and in Secrets is
+	// tagged !unsafe except those references (see marshal).
 	GroupVars map[string][]byte
 	// Secrets is the 0600 vars file passed with -e @file.
 	Secrets []byte
@@ -69,8 +67,8 @@ type nfsExport struct {
 }
 
 type pvManifest struct {
-	Name string `yaml:"name"`
-	Src  string `yaml:"src"`
+	Name string   `yaml:"name"`
+	Src  Template `yaml:"src"`
 }
 
 // ManifestDir is where prepared manifests sit in the bundle, relative to the
@@ -93,9 +91,10 @@ func buildVars(req *params.Request, t *topology.Topology, pkgDir string, f *File
 	conn := func(group, key string) error {
 		// ansible_become_password: the users have sudo with a password on
 		// real VMs (passwordless on some); giving it is harmless either way.
+		ref := Template("{{ heatsible_secrets." + key + " }}")
 		return addGroupVars(f, group, map[string]any{
-			"ansible_password":        "{{ heatsible_secrets." + key + " }}",
-			"ansible_become_password": "{{ heatsible_secrets." + key + " }}",
+			"ansible_password":        ref,
+			"ansible_become_password": ref,
 		})
 	}
 	if m := c.MasterNode; m != nil {
@@ -182,7 +181,7 @@ func buildVars(req *params.Request, t *topology.Topology, pkgDir string, f *File
 		}
 		name := pv.Name + ".yaml"
 		f.Manifests[name] = out
-		pvs = append(pvs, pvManifest{Name: pv.Name, Src: "{{ playbook_dir }}/" + path.Join(ManifestDir, name)})
+		pvs = append(pvs, pvManifest{Name: pv.Name, Src: Template("{{ playbook_dir }}/" + path.Join(ManifestDir, name))})
 	}
 	all["pv_manifests"] = pvs
 	if c.StorageServer != nil {
@@ -214,17 +213,6 @@ func addGroupVars(f *Files, group string, vars map[string]any) error {
 	}
 	f.GroupVars[group] = b
 	return nil
-}
-
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteString("---\n# Written by heatsible for this run.\n")
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), enc.Close()
 }
 
 func hasUserinfo(u string) bool {

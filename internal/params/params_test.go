@@ -161,3 +161,46 @@ func TestValidateTopology(t *testing.T) {
 		})
 	}
 }
+
+// TestPasswordsAnyPrintable: a password is never refused for its printable
+// characters (Jinja, quotes, shell, non-ASCII, any length up to the limit);
+// NUL and line breaks are, naming the field without echoing the value.
+func TestPasswordsAnyPrintable(t *testing.T) {
+	fields := map[string]func(*Request) *string{
+		"master_node.password":           func(r *Request) *string { return &r.Cluster.MasterNode.Password },
+		"worker_node.password":           func(r *Request) *string { return &r.Cluster.WorkerNode.Password },
+		"storage_server.password":        func(r *Request) *string { return &r.Cluster.StorageServer.Password },
+		"ansible.password":               func(r *Request) *string { return &r.Cluster.Ansible.Password },
+		"external_lb_param.ssh_password": func(r *Request) *string { return &r.Cluster.ExternalLBParam.SSHPassword },
+	}
+	good := []string{
+		"ab{{ 7*7 }}cd {% raw %} {# ' \" \\ $HOME `id` &<> % x;y|z(){}[]*?!~^=+,.:@/-_" + strings.Repeat("Zz9", 10),
+		"{{ lookup('pipe', 'touch /tmp/PWNED') }}",
+		"{#", "{% endraw %}", " leading and trailing spaces ", "-o ProxyCommand=x", "пароль 密码 🔑", "'", `"`, `\`,
+		strings.Repeat("x", 1024),
+	}
+	bad := map[string]string{"NUL": "a\x00b", "newline": "a\nb", "carriage return": "a\rb"}
+	for field, get := range fields {
+		for _, pw := range good {
+			req, err := Load(filepath.Join(testdata, "requests", "kubespray_lb.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			*get(req) = pw
+			if err := req.Validate(Options{PackageDir: filepath.Join(testdata, "package")}); err != nil {
+				t.Errorf("%s %q refused: %v", field, pw, err)
+			}
+		}
+		for name, pw := range bad {
+			req, err := Load(filepath.Join(testdata, "requests", "kubespray_lb.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			*get(req) = pw
+			err = req.Validate(Options{PackageDir: filepath.Join(testdata, "package")})
+			if err == nil || !strings.Contains(err.Error(), Prefix+"."+field+":") || strings.Contains(err.Error(), pw) {
+				t.Errorf("%s with a %s: %v; want it refused, naming the field and not the value", field, name, err)
+			}
+		}
+	}
+}

@@ -64,7 +64,7 @@ func FromYAML(secretsYAML []byte, extra []string) (*Masker, error) {
 			return nil, fmt.Errorf("parsing secrets YAML: %w", err)
 		}
 		WalkScalars(&root, func(n *yaml.Node) {
-			if n.ShortTag() == "!!str" && len(n.Value) >= MinLeafSecret {
+			if (n.ShortTag() == "!!str" || n.Tag == "!unsafe") && len(n.Value) >= MinLeafSecret {
 				values = append(values, n.Value)
 			}
 		})

@@ -106,14 +106,18 @@ for h in "${ALL[@]}"; do
   a=$(ip_of "$h"); [[ $h == worker-* ]] && a=$(fip_of "$h")
   inv+="$h ansible_host=$a\n"
 done
-inv+="[bed:vars]\nansible_user=$USER_\nansible_password=$BED_PASSWORD\nansible_python_interpreter=/usr/bin/python3\n"
+inv+="[bed:vars]\nansible_user=$USER_\nansible_python_interpreter=/usr/bin/python3\n"
 cfg="[defaults]\nhost_key_checking = True\ntimeout = 30\nforks = 20\n[ssh_connection]\npipelining = True\n"
+# The password is a vars file of its own: an !unsafe YAML string (JSON-quoted by jq),
+# so Ansible takes it as typed, whatever it holds (the bed's default is hostile).
+pwvars() { printf '%s: !unsafe %s\n' "$1" "$(jq -n --arg p "$BED_PASSWORD" '$p')"; }
 t0=$(date +%s)
-inv64=$(printf '%b' "$inv" | base64 -w0) cfg64=$(printf '%b' "$cfg" | base64 -w0)
-# the inventory (it holds the password) goes through stdin, not the command line
-if out=$(echo "$inv64" | bssh $ANSIBLE "set -e; d=\$(mktemp -d); trap 'rm -rf \$d' EXIT; umask 077
-      base64 -d > \$d/inventory.ini; echo $cfg64 | base64 -d > \$d/ansible.cfg
-      ANSIBLE_CONFIG=\$d/ansible.cfg ansible all -i \$d/inventory.ini -m ping -o" 2>&1); then
+inv64=$(printf '%b' "$inv" | base64 -w0) cfg64=$(printf '%b' "$cfg" | base64 -w0) pw64=$(pwvars ansible_password | base64 -w0)
+# the password goes through stdin (second line), not the command line
+if out=$(printf '%s\n%s\n' "$inv64" "$pw64" | bssh $ANSIBLE "set -e; d=\$(mktemp -d); trap 'rm -rf \$d' EXIT; umask 077
+      read -r inv; read -r pw; echo \"\$inv\" | base64 -d > \$d/inventory.ini; echo \"\$pw\" | base64 -d > \$d/pw.yml
+      echo $cfg64 | base64 -d > \$d/ansible.cfg
+      ANSIBLE_CONFIG=\$d/ansible.cfg ansible all -i \$d/inventory.ini -e @\$d/pw.yml -m ping -o" 2>&1); then
   n=$(grep -c 'SUCCESS' <<< "$out" || true)
   if [ "$n" = "${#ALL[@]}" ]; then ok "ansible all -m ping from the ansible host: ${n}/${#ALL[@]} SUCCESS ($(( $(date +%s) - t0 ))s)"
   else bad "ansible all -m ping: $n/${#ALL[@]} SUCCESS"; info "$out"; fi
@@ -288,7 +292,7 @@ elif [ -z "$spare" ]; then
   info "no spare worker (SPARE_WORKERS=0): kubespray stand-in not checked"
 else
   t0=$(date +%s)
-  KSD=$(printf 'heatsible_secrets: {smoke_password: "%s"}\n' "$BED_PASSWORD" | base64 -w0 | bssh $ANSIBLE "set -e; umask 077
+  KSD=$(printf 'heatsible_secrets:\n  %s' "$(pwvars smoke_password)" | base64 -w0 | bssh $ANSIBLE "set -e; umask 077
     d=\$(mktemp -d $KS/inventory/smoke-XXXXXX); base64 -d > \$d/secrets.yaml; echo $(ks_inv | base64 -w0) | base64 -d > \$d/hosts.yaml
     ls -1 $KS/records | grep -E '^[0-9]+-.*[.]json\$' | sort -n | tail -1 | sed 's/-.*//' > \$d/first; echo \$d")
   ks_cleanup() { # the smoke's records (seq above the one noted), its inventory, its Node object

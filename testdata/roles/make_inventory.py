@@ -103,7 +103,10 @@ def main():
 
     fd = os.open(os.path.join(out, "secrets.yml"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
-        f.write("---\n" + yaml.safe_dump({"ansible_password": password, "ansible_become_password": password}))
+        # !unsafe, as heatsible writes it: Ansible takes the password as
+        # typed, whatever it holds (the bed's default holds Jinja).
+        q = json.dumps(password)
+        f.write(f"---\nansible_password: !unsafe {q}\nansible_become_password: !unsafe {q}\n")
 
     kh = os.path.join(bed, "known_hosts")
     cfg = f"""[defaults]
