@@ -11,7 +11,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/heatsible/heatsible/internal/ansible"
@@ -173,10 +172,7 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
 	err = ph.run(ctx)
 	out.Result, out.Duration = ph.result, time.Since(start)
 	if err != nil {
-		if ph.result != nil && refused(ph.result) {
-			return out, fail.With(fail.Refused, err)
-		}
-		return out, fail.With(runExit(err), err)
+		return out, fail.With(playbookExit(ph.result, err), err)
 	}
 	if ph.emptyPlaybook {
 		// Ansible warns and exits 0 when no host matches; for heatsible
@@ -356,19 +352,26 @@ func ansibleHost(req *params.Request, o RunOptions, khPath string) (*remote.Conf
 	return cfg, nil
 }
 
-// refused reports whether a role refused for safety (its task is named
-// "Refuse ...", e.g. pv_register with a Bound PV): exit code Refused, not
-// HostFailed, so a hook can tell "fix the cluster first" from "broken".
+// playbookExit is the exit code of a run whose phases ended with err:
+// Refused when a role refused for safety, else what runExit says.
+func playbookExit(res *ansible.Result, err error) int {
+	if refused(res) {
+		return fail.Refused
+	}
+	return runExit(err)
+}
+
+// refused reports whether a role refused for safety on purpose: a task
+// failed with the roles' refusal marker (the heatsible_refuse action, e.g.
+// pv_register with a Bound PV), whatever the task is called. Exit code
+// Refused, not HostFailed, so a hook can tell "fix the cluster first" from
+// "broken"; a task that merely fails is HostFailed, whatever its name.
 func refused(res *ansible.Result) bool {
+	if res == nil {
+		return false
+	}
 	for _, e := range res.Events {
-		if e.Kind != ansible.KindResult || e.Status != ansible.StatusFailed {
-			continue
-		}
-		name := e.Task // "pv_register : Refuse while ..."
-		if i := strings.LastIndex(name, " : "); i >= 0 {
-			name = name[i+3:]
-		}
-		if strings.HasPrefix(name, "Refuse") {
+		if e.Kind == ansible.KindResult && e.Refused {
 			return true
 		}
 	}
