@@ -16,6 +16,7 @@ import (
 
 	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/fail"
+	"github.com/heatsible/heatsible/internal/interrupt"
 	"github.com/heatsible/heatsible/internal/lcm"
 	review "github.com/heatsible/heatsible/internal/report"
 	"github.com/heatsible/heatsible/roles"
@@ -139,7 +140,7 @@ records of each cluster are kept.`,
 			started := false
 			defer func() {
 				if !started {
-					err = lcm.RecordFailure(o, err)
+					err = lcm.RecordFailure(o, interrupt.Err(cmd.Context(), err))
 				}
 			}()
 			op, err := tf.op(o.Operation)
