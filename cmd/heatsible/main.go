@@ -38,6 +38,10 @@ type globals struct {
 	debug   bool
 	stdout  io.Writer
 	stderr  io.Writer
+	// reported: run has printed its outcome (with -o json, a document
+	// whose exit_code is the process's); a signal that comes after that
+	// changes nothing.
+	reported bool
 }
 
 func (g *globals) json() bool { return g.output == "json" }
@@ -48,7 +52,8 @@ func (g *globals) json() bool { return g.output == "json" }
 // 2, which a hook would read as invalid input. The deferred cleanups of
 // the run (bundle, staging directory, lock) have run by then. Once ctx is
 // cancelled (a signal), the exit code is 130 whatever the command
-// returned (interrupt.Err).
+// returned (interrupt.Err), unless run had printed its outcome before the
+// signal came: then that outcome stands.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
 	g := &globals{stdout: stdout, stderr: stderr}
 	defer func() {
@@ -61,7 +66,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := interrupt.Err(ctx, root.ExecuteContext(ctx))
+	err := root.ExecuteContext(ctx)
+	if !g.reported {
+		err = interrupt.Err(ctx, err)
+	}
 	if err == nil {
 		return fail.OK
 	}

@@ -282,6 +282,7 @@ func (p *progress) finish(out *lcm.Outcome, err error, rep *review.Report) {
 	if out == nil {
 		return
 	}
+	p.g.reported = true
 	r := out.Result
 	if r == nil { // an operation that ran no playbook (terminate-end)
 		r = &ansible.Result{Recap: map[string]ansible.HostRecap{}}
