@@ -89,7 +89,13 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 // start runs the binary with only env (and PATH) in its environment.
 func start(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(binary(t), args...), done: make(chan struct{})}
+	return startArgv(t, env, append([]string{binary(t)}, args...)...)
+}
+
+// startArgv is start for any command line.
+func startArgv(t *testing.T, env []string, argv ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(argv[0], argv[1:]...), done: make(chan struct{})}
 	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
 	p.cmd.Stdout = lockedWriter{&p.mu, &p.stdout}
 	p.cmd.Stderr = lockedWriter{&p.mu, &p.stderr}
@@ -681,4 +687,28 @@ func TestSecondSignalDuringRemoteCleanup(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// TestIgnoredSIGHUPStaysIgnored: started with SIGHUP ignored (nohup),
+// heatsible leaves it ignored (signal.Notify would enable it); SIGTERM still
+// stops it, with 130.
+func TestIgnoredSIGHUPStaysIgnored(t *testing.T) {
+	e := newRunEnv(t)
+	arrived, hit := notify()
+	// The shell ignores SIGHUP, then execs heatsible in its place (same pid).
+	p := startArgv(t, e.env(silentHeat(t, hit)...), "/bin/sh", "-c", `trap '' HUP; exec "$0" "$@"`, binary(t),
+		"topology", "--request", filepath.Join(td, "requests", "valid.json"), "--stack", "k8s-a-stack")
+	p.waitFor(t, "request to Heat", arrived, time.Minute)
+	p.signal(t, syscall.SIGHUP)
+	select {
+	case <-p.done:
+		_, errs := p.output()
+		t.Fatalf("SIGHUP ended heatsible although it was started with SIGHUP ignored: exit %d\n%s", p.code, errs)
+	case <-time.After(time.Second):
+	}
+	p.signal(t, syscall.SIGTERM)
+	if code := p.wait(t, 30*time.Second); code != 130 {
+		_, errs := p.output()
+		t.Errorf("SIGTERM: exit %d, want 130\n%s", code, errs)
+	}
 }

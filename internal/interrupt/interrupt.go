@@ -144,6 +144,7 @@ type handlerKey struct{}
 
 // Notify starts handling signals: it returns a context that the first
 // signal cancels (context.Cause is a *Cause) and the Handler; Stop ends it.
+// Signals that the process was started with ignored are left ignored.
 func Notify(parent context.Context, cfg Config) (context.Context, *Handler) {
 	h := &Handler{
 		stderr: cfg.Stderr, exit: cfg.Exit,
@@ -162,7 +163,17 @@ func Notify(parent context.Context, cfg Config) (context.Context, *Handler) {
 	}
 	ctx, cancel := context.WithCancelCause(context.WithValue(parent, handlerKey{}, h))
 	h.cancel = cancel
-	signal.Notify(h.ch, sigs...)
+	// A signal this process was started with ignored stays ignored
+	// (nohup, a background job's SIGINT): Notify would enable it.
+	var handled []os.Signal
+	for _, s := range sigs {
+		if !signal.Ignored(s) {
+			handled = append(handled, s)
+		}
+	}
+	if len(handled) > 0 {
+		signal.Notify(h.ch, handled...)
+	}
 	go h.loop()
 	return ctx, h
 }
