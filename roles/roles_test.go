@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 func TestFSHasEveryRole(t *testing.T) {
@@ -169,5 +172,75 @@ func TestCinderVolumeRefusals(t *testing.T) {
 				t.Errorf("the role went on after refusing:\n%s", s)
 			}
 		})
+	}
+}
+
+// TestRefuseActionInEveryRole: every role carries the same heatsible_refuse
+// action plugin and module (see docs/hooks.md), so a refusal can be added
+// to any role and each role works on its own.
+func TestRefuseActionInEveryRole(t *testing.T) {
+	for _, f := range []string{"action_plugins/heatsible_refuse.py", "library/heatsible_refuse.py"} {
+		want, err := fs.ReadFile(FS, Names[0]+"/"+f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range Names[1:] {
+			got, err := fs.ReadFile(FS, name+"/"+f)
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				continue
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s/%s differs from %s/%s: copy it", name, f, Names[0], f)
+			}
+		}
+	}
+}
+
+// TestRefusalsAreMarked: a task of the roles whose name says it refuses
+// ("Refuse ...") refuses through heatsible_refuse: the name alone means
+// nothing to heatsible (a failed task without the marker is exit code 4).
+func TestRefusalsAreMarked(t *testing.T) {
+	var walk func(file string, tasks []map[string]any)
+	walk = func(file string, tasks []map[string]any) {
+		for _, task := range tasks {
+			name, _ := task["name"].(string)
+			if strings.HasPrefix(name, "Refuse") {
+				if _, ok := task["heatsible_refuse"]; !ok {
+					t.Errorf("%s: task %q refuses without heatsible_refuse: heatsible would report it as a failure (exit 4), not a refusal (6)", file, name)
+				}
+			}
+			for _, k := range []string{"block", "rescue", "always"} {
+				if sub, ok := task[k].([]any); ok {
+					var list []map[string]any
+					for _, s := range sub {
+						if m, ok := s.(map[string]any); ok {
+							list = append(list, m)
+						}
+					}
+					walk(file, list)
+				}
+			}
+		}
+	}
+	n := 0
+	err := fs.WalkDir(FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.Contains(p, "/tasks/") || !strings.HasSuffix(p, ".yml") {
+			return err
+		}
+		b, err := fs.ReadFile(FS, p)
+		if err != nil {
+			return err
+		}
+		var tasks []map[string]any
+		if err := yaml.Unmarshal(b, &tasks); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		n++
+		walk(p, tasks)
+		return nil
+	})
+	if err != nil || n == 0 {
+		t.Fatalf("reading the roles' task files (%d read): %v", n, err)
 	}
 }

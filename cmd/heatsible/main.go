@@ -11,20 +11,23 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
 	"github.com/heatsible/heatsible/internal/fail"
+	"github.com/heatsible/heatsible/internal/interrupt"
 	"github.com/heatsible/heatsible/internal/params"
 	"github.com/heatsible/heatsible/internal/redact"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGINT, SIGTERM and SIGHUP: the first cancels the run (it stops
+	// Ansible, cleans up, exits 130), a second exits at once, saying what
+	// is left behind (package interrupt).
+	ctx, h := interrupt.Notify(context.Background(), interrupt.Config{Stderr: os.Stderr})
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	h.Stop()
 	os.Exit(code)
 }
 
@@ -35,22 +38,42 @@ type globals struct {
 	debug   bool
 	stdout  io.Writer
 	stderr  io.Writer
+	// reported: run has printed its outcome (with -o json, a document
+	// whose exit_code is the process's); a signal that comes after that
+	// changes nothing.
+	reported bool
 }
 
 func (g *globals) json() bool { return g.output == "json" }
 
 // run is main without the process: tests call it.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+//
+// A panic is a bug: it is reported with exit code 1 (Internal), not Go's
+// 2, which a hook would read as invalid input. The deferred cleanups of
+// the run (bundle, staging directory, lock) have run by then. Once ctx is
+// cancelled (a signal), the exit code is 130 whatever the command
+// returned (interrupt.Err), unless run had printed its outcome before the
+// signal came: then that outcome stands.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
 	g := &globals{stdout: stdout, stderr: stderr}
+	defer func() {
+		if p := recover(); p != nil {
+			code = fail.Internal
+			report(g, fmt.Errorf("internal error (a bug: please report it with this message): panic: %v\n%s", p, debug.Stack()), code)
+		}
+	}()
 	root := newRoot(g)
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	if !g.reported {
+		err = interrupt.Err(ctx, err)
+	}
 	if err == nil {
 		return fail.OK
 	}
-	code := fail.Code(err)
+	code = fail.Code(err)
 	if code == fail.Internal && isUsageError(err) {
 		code = fail.Invalid
 	}
@@ -77,7 +100,12 @@ OpenStack credentials are read the usual way: OS_CLOUD with clouds.yaml, or OS_*
 variables (OS_AUTH_URL, OS_USERNAME, OS_PASSWORD, OS_PROJECT_NAME, ...).
 
 Exit codes: 0 ok, 1 internal error, 2 invalid input, 3 host unreachable,
-4 a task failed, 5 OpenStack/Heat error, 6 refused for safety, 130 interrupted.`,
+4 a task failed, 5 OpenStack/Heat error, 6 refused for safety, 130 interrupted.
+
+Signals: SIGINT (Ctrl-C), SIGTERM or SIGHUP stops the run: Ansible is
+stopped, the staging directory, bundle and lock are cleaned up, and the exit
+code is 130 whatever the signal interrupted. A second one exits at once, with
+130, and says what was left behind and where.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -88,6 +116,7 @@ Exit codes: 0 ok, 1 internal error, 2 invalid input, 3 host unreachable,
 		if g.output != "text" && g.output != "json" {
 			return fail.With(fail.Invalid, fmt.Errorf("--output %q: want text or json", g.output))
 		}
+		interrupt.SetJSON(cmd.Context(), g.json())
 		if g.debug {
 			g.verbose = true
 			slog.SetDefault(slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelDebug})))

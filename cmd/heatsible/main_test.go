@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 	os.Setenv("HEATSIBLE_STATE_DIR", dir)
 	code := m.Run()
 	os.RemoveAll(dir)
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
 	os.Exit(code)
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/fail"
+	"github.com/heatsible/heatsible/internal/interrupt"
 	"github.com/heatsible/heatsible/internal/lcm"
 	"github.com/heatsible/heatsible/internal/redact"
 	review "github.com/heatsible/heatsible/internal/report"
@@ -139,7 +140,7 @@ records of each cluster are kept.`,
 			started := false
 			defer func() {
 				if !started {
-					err = lcm.RecordFailure(o, err)
+					err = lcm.RecordFailure(o, interrupt.Err(cmd.Context(), err))
 				}
 			}()
 			op, err := tf.op(o.Operation)
@@ -286,6 +287,7 @@ func (p *progress) finish(out *lcm.Outcome, err error, rep *review.Report) {
 	if out == nil {
 		return
 	}
+	p.g.reported = true
 	r := out.Result
 	if r == nil { // an operation that ran no playbook (terminate-end)
 		r = &ansible.Result{Recap: map[string]ansible.HostRecap{}}

@@ -20,6 +20,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/heatsible/heatsible/internal/redact"
@@ -118,6 +120,11 @@ type Bundle struct {
 	invName string
 	masker  *redact.Masker
 	created time.Time
+
+	// lock is the marker file, held locked (flock) from the bundle's
+	// creation to its removal: SweepStale leaves a held bundle alone.
+	mu   sync.Mutex
+	lock *os.File
 }
 
 var (
@@ -166,11 +173,43 @@ func NewBundle(spec BundleSpec) (*Bundle, error) {
 		return nil, err
 	}
 	b := &Bundle{Dir: dir, spec: spec, invName: invName, masker: masker, created: time.Now().UTC()}
-	if err := b.write(); err != nil {
+	if err := b.createMarker(); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("staging bundle in %s: %w", dir, err)
 	}
+	if err := b.write(); err != nil {
+		_ = b.Close()
+		return nil, fmt.Errorf("staging bundle in %s: %w", dir, err)
+	}
 	return b, nil
+}
+
+// createMarker writes the marker file first of all and keeps it locked
+// until Close: it is locked before it names the cluster, so SweepStale
+// never takes a bundle being staged for abandoned (it reads an empty
+// marker, or fails to lock it).
+func (b *Bundle) createMarker() error {
+	if err := os.Chmod(b.Dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(b.Dir, MarkerFile), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("locking %s: %w", MarkerFile, err)
+	}
+	marker, _ := json.Marshal(map[string]any{
+		"cluster": b.spec.Cluster, "operation": b.spec.Operation,
+		"created": b.created.Format(time.RFC3339), "pid": os.Getpid(),
+	})
+	if _, err := f.Write(append(marker, '\n')); err != nil {
+		_ = f.Close()
+		return err
+	}
+	b.lock = f
+	return nil
 }
 
 // StagingPrefix is the directory name prefix of a run's bundle and remote
@@ -247,13 +286,6 @@ func (b *Bundle) write() error {
 		return err
 	}
 	if err := os.Mkdir(filepath.Join(b.Dir, TmpDir), 0o700); err != nil {
-		return err
-	}
-	marker, _ := json.Marshal(map[string]string{
-		"cluster": b.spec.Cluster, "operation": b.spec.Operation,
-		"created": b.created.Format(time.RFC3339),
-	})
-	if err := writeFile(b.Dir, MarkerFile, append(marker, '\n'), 0o600); err != nil {
 		return err
 	}
 	return writeFile(b.Dir, ConfigFile, b.Config(b.Dir), 0o644)
@@ -401,13 +433,96 @@ func (b *Bundle) Mask(s string) string { return b.masker.Mask(s) }
 // for run records.
 func (b *Bundle) MaskedSecrets() ([]byte, error) { return redact.MaskYAML(b.spec.Secrets) }
 
-// Close removes the bundle directory.
+// Close removes the bundle directory, then lets its marker's lock go (in
+// that order: a bundle that is still there is never unlocked while its run
+// lives). It may be called more than once, also concurrently (an exit at
+// once on a second signal removes the bundle while the run's own cleanup
+// may be doing the same).
 func (b *Bundle) Close() error {
 	if b == nil || b.Dir == "" {
 		return nil
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if err := os.RemoveAll(b.Dir); err != nil {
 		return fmt.Errorf("removing bundle %s: %w", b.Dir, err)
 	}
+	if b.lock != nil {
+		_ = b.lock.Close()
+		b.lock = nil
+	}
 	return nil
+}
+
+// SweepStale removes the local bundles of cluster under baseDir
+// (os.TempDir() if empty) that no live heatsible holds: those of runs that
+// were killed (SIGKILL, the OOM killer, a crash in another goroutine) or
+// that exited at once on a second signal before removing theirs. Each
+// bundle's marker is locked from its creation to its removal (see
+// createMarker), so a bundle whose marker this process can lock has no
+// live owner. Only directories of this user named like the cluster's
+// bundles, whose marker names exactly this cluster, are considered. It
+// returns the directories removed.
+func SweepStale(baseDir, cluster string) ([]string, error) {
+	base := baseDir
+	if base == "" {
+		base = os.TempDir()
+	}
+	prefix := strings.TrimSuffix(StagingPrefix(cluster, "x"), "x-") // "heatsible-<cluster>-"
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return nil, fmt.Errorf("looking for stale run bundles in %s: %w", base, err)
+	}
+	var removed []string
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) { // a symlink is not a directory here
+			continue
+		}
+		dir := filepath.Join(base, e.Name())
+		stale, unlock := staleBundle(dir, cluster)
+		if !stale {
+			continue
+		}
+		err := os.RemoveAll(dir)
+		unlock()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("removing the stale run bundle %s: %w", dir, err))
+			continue
+		}
+		removed = append(removed, dir)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// staleBundle reports whether dir is an abandoned bundle of cluster; when
+// it is, its marker stays locked until unlock is called.
+func staleBundle(dir, cluster string) (stale bool, unlock func()) {
+	st, err := os.Lstat(dir)
+	if err != nil || !st.IsDir() {
+		return false, nil
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || int(sys.Uid) != os.Geteuid() {
+		return false, nil
+	}
+	f, err := os.OpenFile(filepath.Join(dir, MarkerFile), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return false, nil // no marker: not a bundle, or one being created
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() > 4096 {
+		_ = f.Close()
+		return false, nil
+	}
+	var m struct {
+		Cluster string `json:"cluster"`
+	}
+	if err := json.NewDecoder(f).Decode(&m); err != nil || m.Cluster != cluster {
+		_ = f.Close()
+		return false, nil
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return false, nil // a live run holds it
+	}
+	return true, func() { _ = f.Close() }
 }

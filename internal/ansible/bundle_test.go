@@ -179,7 +179,7 @@ func TestBundleMasking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "heatsible_secrets:\n    a: '********'\n    b: ['********']\n    port: '********'\n    on: '********'\n"
+	want := "heatsible_secrets:\n    a: '********'\n    b: ['********']\n    c: '********'\n    port: '********'\n    on: '********'\n"
 	if string(masked) != want {
 		t.Errorf("MaskedSecrets =\n%s\nwant\n%s", masked, want)
 	}

@@ -161,7 +161,7 @@ func TestRemoteEnvIsClean(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command("/bin/sh", "-c", remoteScript(b.Dir, b.Dir, argv, runEnv(b, b.Dir, opts)))
+		cmd := exec.Command("/bin/sh", "-c", remoteScript(unlockedStage(t), b.Dir, argv, runEnv(b, b.Dir, opts)))
 		cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/home/ansible", "LC_ALL=C.UTF-8", "LANG=it's \"quoted\" $HOME"}
 		hostile := hostileEnv(t)
 		for k, v := range hostile {
@@ -242,7 +242,7 @@ func TestHostKeyPinnedInHostileEnv(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					cmd := exec.Command("/bin/sh", "-c", remoteScript(b.Dir, b.Dir, argv, runEnv(b, b.Dir, RunOptions{})))
+					cmd := exec.Command("/bin/sh", "-c", remoteScript(unlockedStage(t), b.Dir, argv, runEnv(b, b.Dir, RunOptions{})))
 					cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}
 					for k, v := range hostile {
 						cmd.Env = append(cmd.Env, k+"="+v)
@@ -274,4 +274,16 @@ func TestHostKeyPinnedInHostileEnv(t *testing.T) {
 			})
 		}
 	}
+}
+
+// unlockedStage is a staging directory with a marker nobody holds, for
+// remoteScript run here: the local bundle's own marker is locked for the
+// bundle's life (SweepStale), so the script's "flock -n" on it would fail.
+func unlockedStage(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, MarkerFile), []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

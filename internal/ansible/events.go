@@ -52,6 +52,30 @@ type Event struct {
 	// Diff is the unified diff of what changed (or would change in check
 	// mode), when --diff is on and the module supports it.
 	Diff string `json:"diff,omitempty"`
+	// Refused: the task refused for safety on purpose (the roles'
+	// heatsible_refuse action sets heatsible_refused in its result),
+	// whatever its name. See docs/hooks.md.
+	Refused bool `json:"refused,omitempty"`
+}
+
+// RefusedKey is the result key of a task that refused for safety: the
+// roles' heatsible_refuse action (action_plugins/heatsible_refuse.py in
+// each role) sets it to true.
+const RefusedKey = "heatsible_refused"
+
+// refusedResult reports whether a failed task's result (or, for a loop,
+// one of its items) is marked as a refusal.
+func refusedResult(r map[string]any) bool {
+	if r[RefusedKey] == true {
+		return true
+	}
+	items, _ := r["results"].([]any)
+	for _, it := range items {
+		if m, ok := it.(map[string]any); ok && m[RefusedKey] == true {
+			return true
+		}
+	}
+	return false
 }
 
 // HostRecap is ansible's per-host summary (PLAY RECAP).
@@ -150,6 +174,7 @@ func (p *eventParser) line(line string) {
 			e.Status = statusOf(ev.Event, r)
 			e.Msg = p.mask(message(e.Status, r, p.m))
 			e.Diff = p.mask(renderDiffs(r))
+			e.Refused = e.Status == StatusFailed && refusedResult(r)
 			c := p.counted[h]
 			switch e.Status {
 			case StatusOK:

@@ -14,6 +14,8 @@ import (
 	"github.com/apenella/go-ansible/v2/pkg/execute"
 	"github.com/apenella/go-ansible/v2/pkg/execute/exec"
 	"github.com/apenella/go-ansible/v2/pkg/playbook"
+
+	"github.com/heatsible/heatsible/internal/interrupt"
 )
 
 // killGrace is how long ansible-playbook gets between SIGTERM and SIGKILL
@@ -49,8 +51,12 @@ func (LocalRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (*Result
 		execute.WithErrorEnrich(playbook.NewAnsiblePlaybookErrorEnrich()),
 	)
 	opts.logger().Debug("running ansible-playbook", "dir", dir, "argv", strings.Join(argv, " "))
+	// An exit at once (a second signal) must not leave Ansible configuring
+	// the nodes unattended: it kills the process group.
+	running := interrupt.Track(ctx, interrupt.Leftover{Now: px.kill})
 	execErr := safeExecute(ctx, exe)
 	code := px.wait()
+	running()
 	res := r.finish(code)
 
 	if ctx.Err() != nil {
@@ -100,12 +106,27 @@ func (p *procExec) Command(name string, arg ...string) exec.Cmder {
 	return p.CommandContext(context.Background(), name, arg...)
 }
 
+// groupGuard runs its arguments as a child and, on SIGTERM, SIGINT or
+// SIGHUP, sends SIGTERM to its whole process group (which it leads): that
+// is how the kernel's parent-death signal (Pdeathsig, below) reaches
+// Ansible's workers and the commands they run, which ansible-playbook's
+// own death would leave running. Its exit status is ansible-playbook's.
+const groupGuard = `trap 'trap - TERM INT HUP; kill -TERM 0 2>/dev/null' TERM INT HUP
+"$@" &
+wait $!`
+
 func (p *procExec) CommandContext(ctx context.Context, name string, arg ...string) exec.Cmder {
-	c := osexec.CommandContext(ctx, name, arg...)
+	c := osexec.CommandContext(ctx, "/bin/sh", append([]string{"-c", groupGuard, "sh", name}, arg...)...)
 	c.Dir = p.dir
 	c.Env = p.env
 	c.Stdin = nil
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, so that a cancel reaches Ansible's workers and
+	// their ssh; and SIGTERM to groupGuard when heatsible dies (SIGKILL, a
+	// crash), so that Ansible never goes on configuring the nodes without
+	// anyone watching. (The kernel sends it when the thread that started
+	// the process ends; Go does not end its threads unless a goroutine
+	// locked to one exits, so that is when heatsible ends.)
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	c.Cancel = func() error {
 		pid := c.Process.Pid
 		_ = syscall.Kill(-pid, syscall.SIGTERM)
@@ -124,6 +145,26 @@ func (p *procExec) CommandContext(ctx context.Context, name string, arg ...strin
 	p.code = -1
 	p.mu.Unlock()
 	return &procCmd{Cmd: exec.NewCmd(c), p: p, c: c}
+}
+
+// kill is the exit at once: SIGKILL to the process group, if it runs.
+func (p *procExec) kill() string {
+	p.mu.Lock()
+	c, waited := p.cmd, p.waited
+	p.mu.Unlock()
+	if c == nil || c.Process == nil {
+		return ""
+	}
+	select {
+	case <-waited:
+		return ""
+	default:
+	}
+	pid := c.Process.Pid
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+		return fmt.Sprintf("left behind: ansible-playbook (pid %d) on this machine: killing its process group: %v", pid, err)
+	}
+	return fmt.Sprintf("stopped: ansible-playbook (pid %d) on this machine and its process group, with SIGKILL", pid)
 }
 
 func (p *procExec) waitedCh() chan struct{} {

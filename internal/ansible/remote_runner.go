@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heatsible/heatsible/internal/interrupt"
 	"github.com/heatsible/heatsible/internal/remote"
 )
 
@@ -66,6 +67,9 @@ func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (re
 	if err != nil {
 		return nil, fmt.Errorf("staging the ansible bundle on %s: %w", c.Address(), err)
 	}
+	staged := interrupt.Track(ctx, interrupt.Leftover{What: fmt.Sprintf("left behind: the staging directory %s on the Ansible host %s, "+
+		"with the run's secrets (%s, mode 0600): if ansible-playbook still runs there, the Ansible host removes it when it sees the connection gone; "+
+		"else the next run of cluster %s does; or remove it there: rm -rf %s", stage, c.Address(), SecretsFile, b.spec.Cluster, remote.ShellQuote(stage))})
 	defer func() {
 		// A fresh context: the run's may be cancelled already.
 		cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
@@ -75,6 +79,7 @@ func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (re
 				"host", c.Address(), "dir", stage, "err", rerr)
 			return
 		}
+		staged()
 		log.Debug("removed staging directory", "host", c.Address(), "dir", stage)
 	}()
 
@@ -98,7 +103,10 @@ func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (re
 	r.res.StagingDir = stage
 	script := remoteScript(stage, dir, argv, runEnv(b, stage, opts))
 	log.Debug("running ansible-playbook on the Ansible host", "host", c.Address(), "dir", dir, "argv", strings.Join(argv, " "))
+	running := interrupt.Track(ctx, interrupt.Leftover{What: fmt.Sprintf("left behind: ansible-playbook on the Ansible host %s, in %s: "+
+		"the Ansible host stops it (SIGTERM, then SIGKILL after %d s) when it sees the connection gone", c.Address(), stage, watchdogGrace)})
 	code, runErr := c.Run(ctx, script, r.out, r.errw)
+	running()
 	res = r.finish(code)
 	if runErr != nil {
 		res.ExitCode = -1

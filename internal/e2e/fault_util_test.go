@@ -42,7 +42,13 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 // is still running.
 func (b *bed) start(t *testing.T, state string, args ...string) *bgRun {
 	t.Helper()
-	r := &bgRun{cmd: b.command(t, state, args...), done: make(chan struct{})}
+	return startCmd(t, b.command(t, state, args...))
+}
+
+// startCmd starts cmd (made by bed.command) as start does.
+func startCmd(t *testing.T, cmd *exec.Cmd) *bgRun {
+	t.Helper()
+	r := &bgRun{cmd: cmd, done: make(chan struct{})}
 	r.cmd.Stdout = lockedWriter{&r.mu, &r.out}
 	r.cmd.Stderr = lockedWriter{&r.mu, &r.errs}
 	r.start = time.Now()

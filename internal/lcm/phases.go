@@ -99,6 +99,9 @@ func (p *phaseRunner) preflight(ctx context.Context) error {
 func (p *phaseRunner) run(ctx context.Context) error {
 	n := len(p.files.Phases)
 	for i, ph := range p.files.Phases {
+		if err := ctx.Err(); err != nil {
+			return err // interrupted: start nothing more
+		}
 		step := fmt.Sprintf("[%d/%d] %s", i+1, n, ph)
 		if ph.Kind != PhasePlaybook {
 			if why := p.skipKubespray(); why != "" && ph.Kind != PhaseCleanStaging {

@@ -10,11 +10,12 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
+	"runtime/debug"
 	"time"
 
 	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/fail"
+	"github.com/heatsible/heatsible/internal/interrupt"
 	"github.com/heatsible/heatsible/internal/params"
 	"github.com/heatsible/heatsible/internal/remote"
 	"github.com/heatsible/heatsible/internal/topology"
@@ -64,6 +65,10 @@ type RunOptions struct {
 	Logger *slog.Logger
 	// Version goes into rendered playbooks.
 	Version string
+
+	// newRunner, for tests of a run with Local set, replaces
+	// ansible.LocalRunner as the runner and the file operations.
+	newRunner func() (ansible.Runner, ansible.Files)
 }
 
 // Outcome is what a run did.
@@ -83,6 +88,11 @@ type Outcome struct {
 // Run runs an operation: topology, lock, bundle, ansible-playbook, recap.
 // Errors carry exit codes (package fail) and end with "(log: PATH)": every
 // run leaves a record under StateDir()/runs (see record.go).
+//
+// Once ctx is cancelled (a signal: see package interrupt) the outcome is
+// exit code 130, whatever error the cancellation caused on its way (an SSH
+// dial error, a Heat error, a failed task) and also when every step
+// completed: that is decided here, in one place, after the run's cleanup.
 func Run(ctx context.Context, o RunOptions) (*Outcome, error) {
 	log := o.Logger
 	if log == nil {
@@ -90,7 +100,24 @@ func Run(ctx context.Context, o RunOptions) (*Outcome, error) {
 	}
 	rec := newRecord(o, log, time.Now())
 	o.OnEvent = rec.onEvent(o.OnEvent)
-	return rec.finish(runOp(ctx, o, rec))
+	defer interrupt.Track(ctx, interrupt.Leftover{Now: rec.abandon})()
+	if err := ctx.Err(); err != nil { // interrupted before it started: start nothing
+		return rec.finish(nil, interrupt.Err(ctx, err))
+	}
+	out, err := runOpSafe(ctx, o, rec)
+	return rec.finish(out, interrupt.Err(ctx, err))
+}
+
+// runOpSafe is runOp with a panic (a bug) turned into an Internal error
+// once runOp's deferred cleanups (bundle, staging directory, lock) have
+// run, so that the record and the exit code say what happened.
+func runOpSafe(ctx context.Context, o RunOptions, rec *record) (out *Outcome, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, fail.With(fail.Internal, fmt.Errorf("internal error (a bug: please report it with this message): panic: %v\n%s", p, debug.Stack()))
+		}
+	}()
+	return runOp(ctx, o, rec)
 }
 
 func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
@@ -109,6 +136,7 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
 		return nil, err
 	}
 	rec.files(files)
+	sweepBundles(t.Cluster, o.Stderr, log)
 	// Everything that can be checked locally is checked before any host is
 	// touched: the request and topology (above), known_hosts, where Ansible
 	// runs.
@@ -131,6 +159,7 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
 		return nil, err
 	}
 	defer lock.Release()
+	defer trackLock(ctx, lock, t.Cluster)()
 
 	b, err := ansible.NewBundle(ansible.BundleSpec{
 		Cluster:       t.Cluster,
@@ -151,10 +180,13 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
 	if err != nil {
 		return nil, fail.With(fail.Internal, fmt.Errorf("staging the run bundle: %w", err))
 	}
-	defer b.Close()
+	defer closeBundle(ctx, b, t.Cluster)()
 
 	var runner ansible.Runner = ansible.LocalRunner{}
 	var fileOps ansible.Files = ansible.LocalRunner{}
+	if o.newRunner != nil {
+		runner, fileOps = o.newRunner()
+	}
 	var remoteRunner *ansible.RemoteRunner
 	if sshCfg != nil {
 		sshCfg.Logger = log
@@ -174,10 +206,7 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
 	err = ph.run(ctx)
 	out.Result, out.Duration = ph.result, time.Since(start)
 	if err != nil {
-		if ph.result != nil && refused(ph.result) {
-			return out, fail.With(fail.Refused, err)
-		}
-		return out, fail.With(runExit(err), err)
+		return out, fail.With(playbookExit(ph.result, err), err)
 	}
 	if ph.emptyPlaybook {
 		// Ansible warns and exits 0 when no host matches; for heatsible
@@ -346,19 +375,26 @@ func ansibleHost(req *params.Request, o RunOptions, khPath string) (*remote.Conf
 	return cfg, nil
 }
 
-// refused reports whether a role refused for safety (its task is named
-// "Refuse ...", e.g. pv_register with a Bound PV): exit code Refused, not
-// HostFailed, so a hook can tell "fix the cluster first" from "broken".
+// playbookExit is the exit code of a run whose phases ended with err:
+// Refused when a role refused for safety, else what runExit says.
+func playbookExit(res *ansible.Result, err error) int {
+	if refused(res) {
+		return fail.Refused
+	}
+	return runExit(err)
+}
+
+// refused reports whether a role refused for safety on purpose: a task
+// failed with the roles' refusal marker (the heatsible_refuse action, e.g.
+// pv_register with a Bound PV), whatever the task is called. Exit code
+// Refused, not HostFailed, so a hook can tell "fix the cluster first" from
+// "broken"; a task that merely fails is HostFailed, whatever its name.
 func refused(res *ansible.Result) bool {
+	if res == nil {
+		return false
+	}
 	for _, e := range res.Events {
-		if e.Kind != ansible.KindResult || e.Status != ansible.StatusFailed {
-			continue
-		}
-		name := e.Task // "pv_register : Refuse while ..."
-		if i := strings.LastIndex(name, " : "); i >= 0 {
-			name = name[i+3:]
-		}
-		if strings.HasPrefix(name, "Refuse") {
+		if e.Kind == ansible.KindResult && e.Refused {
 			return true
 		}
 	}

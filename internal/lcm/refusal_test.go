@@ -1,0 +1,119 @@
+package lcm
+
+import (
+	"context"
+	"io/fs"
+	"os/exec"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/heatsible/heatsible/internal/ansible"
+	"github.com/heatsible/heatsible/internal/fail"
+	"github.com/heatsible/heatsible/roles"
+)
+
+// refusalProbe is a role with the roles' refusal action (copied from
+// roles.FS, the file every role ships) and tasks named against the grain:
+// a refusal that is not called "Refuse", and a plain failure that is.
+const refusalProbe = `---
+- name: Check the widgets
+  heatsible_refuse:
+    msg: widget w1 is Bound to claim default/c1
+  when: probe_case == 'marker'
+
+- name: Refuse on request, with no marker (a plain failure)
+  ansible.builtin.fail:
+    msg: plain failure
+  when: probe_case == 'named'
+
+- name: Refuse once per item
+  heatsible_refuse:
+    msg: "{{ item }} is not safe"
+  loop: [a, b]
+  when: probe_case == 'loop'
+`
+
+// runRoles runs play (a playbook) on localhost, connection local, with the
+// given roles and vars, through the real ansible-playbook.
+func runRoles(t *testing.T, roleFS fs.FS, play, vars string) (*ansible.Result, error) {
+	t.Helper()
+	b, err := ansible.NewBundle(ansible.BundleSpec{
+		Cluster: "refusal", Operation: "test", BaseDir: t.TempDir(),
+		Inventory: []byte("all:\n  vars:\n    ansible_connection: local\n    ansible_python_interpreter: /usr/bin/python3\n  hosts:\n    node-a: {}\n"),
+		Playbook:  []byte(play),
+		Roles:     roleFS,
+		GroupVars: map[string][]byte{"all": []byte(vars)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	return ansible.LocalRunner{}.Run(ctx, b, ansible.RunOptions{})
+}
+
+// TestRefusalMarker: a task that fails through heatsible_refuse (the
+// marker, heatsible_refused in its result) is exit code 6 whatever it is
+// called; a task that merely fails is 4, also when it is called "Refuse
+// ...". The real cinder_volume role refuses a volume without a device
+// (6) and fails on a parameter problem (4).
+func TestRefusalMarker(t *testing.T) {
+	if _, err := exec.LookPath("ansible-playbook"); err != nil {
+		t.Skip("ansible-playbook not on PATH")
+	}
+	plugin, err := fs.ReadFile(roles.FS, "cinder_volume/action_plugins/heatsible_refuse.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := fstest.MapFS{
+		"probe/tasks/main.yml":                     {Data: []byte(refusalProbe)},
+		"probe/action_plugins/heatsible_refuse.py": {Data: plugin},
+	}
+	const probePlay = "- name: Probe\n  hosts: all\n  gather_facts: false\n  roles:\n    - probe\n"
+	const cinderPlay = "- name: Storage\n  hosts: all\n  gather_facts: false\n  roles:\n    - cinder_volume\n"
+	tests := []struct {
+		name        string
+		roles       fs.FS
+		play, vars  string
+		code        int
+		task, msg   string
+		wantRefused bool
+	}{
+		{"marker, any name", probe, probePlay, "probe_case: marker\n", fail.Refused, "probe : Check the widgets", "widget w1 is Bound to claim default/c1", true},
+		{"named Refuse, no marker", probe, probePlay, "probe_case: named\n", fail.HostFailed, "probe : Refuse on request, with no marker (a plain failure)", "plain failure", false},
+		{"marker in a loop", probe, probePlay, "probe_case: loop\n", fail.Refused, "probe : Refuse once per item", "", true},
+		{"cinder_volume: no device", roles.FS, cinderPlay,
+			`{"cinder_volumes": [{"id": "0123456789abcdef0123456789", "device": "/dev/hs-no-such-device", "mount_to": "/hs-no-such-mount"}], "nfs_exports": [{"dir": "/hs-no-such-mount/a"}]}` + "\n",
+			fail.Refused, "cinder_volume : Refuse volumes without a block device", "no block device found for volume '0123456789abcdef0123456789'", true},
+		{"cinder_volume: bad parameter", roles.FS, cinderPlay,
+			`{"cinder_volumes": [{"id": "v1", "mount_to": "volume"}], "nfs_exports": [{"dir": "/volume/a"}]}` + "\n",
+			fail.HostFailed, "cinder_volume : Check the volume and export parameters", "it needs an absolute mount_to", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := runRoles(t, tc.roles, tc.play, tc.vars)
+			if err == nil {
+				t.Fatal("the play did not fail")
+			}
+			if code := playbookExit(res, err); code != tc.code {
+				t.Errorf("exit code %d, want %d (%v)", code, tc.code, err)
+			}
+			var found bool
+			for _, e := range res.Events {
+				if e.Kind != ansible.KindResult || e.Status != ansible.StatusFailed {
+					continue
+				}
+				found = true
+				if !strings.HasPrefix(e.Task, tc.task) || !strings.Contains(e.Msg, tc.msg) || e.Refused != tc.wantRefused {
+					t.Errorf("failed task %q (refused %v): %s; want %q (refused %v) saying %q", e.Task, e.Refused, e.Msg, tc.task, tc.wantRefused, tc.msg)
+				}
+			}
+			if !found {
+				t.Errorf("no failed task in %+v", res.Events)
+			}
+		})
+	}
+}
