@@ -162,6 +162,10 @@ func (rr *RemoteRunner) Lock(ctx context.Context, cluster string, holder Holder,
 	rctx, cancel := context.WithTimeout(ctx, lockReplyTimeout)
 	defer cancel()
 	fail := func(err error) (*RemoteLock, error) {
+		// Given up (a cancel, a timeout) after the script may have taken
+		// the lock: "release" empties the record it wrote, so no stale
+		// one is left. A script that refused has ended and reads nothing.
+		_ = sess.Send("release")
 		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer ccancel()
 		_, _ = sess.Close(cctx)
