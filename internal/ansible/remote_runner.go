@@ -2,10 +2,12 @@ package ansible
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"path"
 	"strings"
 	"time"
 
@@ -24,7 +26,9 @@ const cleanupTimeout = 30 * time.Second
 // RemoteRunner runs ansible-playbook on the Ansible host, the way packer's
 // ansible-local provisioner does: stage the bundle in a unique directory,
 // run there with output streamed back, remove the directory, also after a
-// failure or a cancel.
+// failure or a cancel. All of it happens under the cluster's lock on the
+// Ansible host (see Lock; Run takes it for itself when the caller does not
+// hold it).
 type RemoteRunner struct {
 	// Client is the connection to the Ansible host.
 	Client *remote.Client
@@ -32,6 +36,9 @@ type RemoteRunner struct {
 	BaseDir string
 	// Logger gets progress and cleanup warnings (slog.Default() if nil).
 	Logger *slog.Logger
+
+	// lock is the cluster's lock on the Ansible host while Lock holds it.
+	lock *RemoteLock
 }
 
 func (rr *RemoteRunner) log() *slog.Logger {
@@ -55,6 +62,23 @@ func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (re
 	}
 	c := rr.Client
 	log := rr.log()
+	// The cluster's lock on the Ansible host: the caller's (lcm holds it
+	// for the whole operation), else one for this run alone.
+	lk := rr.lock
+	if lk == nil {
+		if lk, err = rr.Lock(ctx, b.spec.Cluster, thisHolder(b.spec.Operation), false); err != nil {
+			return nil, err
+		}
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+			defer cancel()
+			if rerr := lk.Release(cctx); rerr != nil {
+				log.Warn("could not release the cluster's lock on the Ansible host", "host", c.Address(), "err", rerr)
+			}
+		}()
+	} else if lk.cluster != b.spec.Cluster {
+		return nil, fmt.Errorf("remote ansible run of cluster %s: the runner holds the lock of cluster %s", b.spec.Cluster, lk.cluster)
+	}
 	// A run whose connection was cut before the Ansible host noticed (see
 	// remoteScript), or whose Ansible host went down, may have left its
 	// staging directory, secrets included: remove it now. Directories of
@@ -62,8 +86,9 @@ func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (re
 	if _, err := rr.CleanupStale(ctx, b.spec.Cluster, 0); err != nil {
 		log.Warn("could not look for staging directories left by earlier runs", "host", c.Address(), "err", err)
 	}
-	prefix := rr.base() + "/" + StagingPrefix(b.spec.Cluster, b.spec.Operation)
-	stage, err := c.MkTemp(ctx, prefix)
+	// The lock session makes the directory and holds it (flock) from its
+	// first moment, upload included, until rmstage removes it.
+	stage, err := lk.mkstage(ctx, StagingPrefix(b.spec.Cluster, b.spec.Operation))
 	if err != nil {
 		return nil, fmt.Errorf("staging the ansible bundle on %s: %w", c.Address(), err)
 	}
@@ -74,7 +99,7 @@ func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (re
 		// A fresh context: the run's may be cancelled already.
 		cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		defer cancel()
-		if rerr := c.RemoveAll(cctx, stage); rerr != nil {
+		if rerr := lk.rmstage(cctx); rerr != nil {
 			log.Warn("could not remove the staging directory on the Ansible host; the Ansible host removes it when it sees the connection gone, else the next run does",
 				"host", c.Address(), "dir", stage, "err", rerr)
 			return
@@ -192,56 +217,107 @@ done
 const watchdogGrace = 20
 
 // CleanupStale removes staging directories of cluster under the runner's
-// BaseDir that a cut connection left behind: those whose marker is older
-// than olderThan (0: any age) and not locked by a live run. It returns the
+// BaseDir that earlier runs left behind (a cut connection, an Ansible host
+// that went down): those whose marker names exactly this cluster, is older
+// than olderThan (0: any age), and whose run is not alive. It returns the
 // directories removed.
+//
+// The name prefix only narrows the search: names are cut to 40 characters
+// and "heatsible-a-" also begins cluster a-b's names, so the marker's JSON
+// cluster field decides, read by heatsible, not by the shell. A run is alive
+// while its lock session holds the directory (from mktemp on, upload
+// included) or its ansible-playbook holds the marker; both are flocks, so on
+// a host without flock(1) nothing can be told apart and nothing is removed
+// (ErrNoFlock).
 func (rr *RemoteRunner) CleanupStale(ctx context.Context, cluster string, olderThan time.Duration) ([]string, error) {
 	if rr.Client == nil {
 		return nil, errors.New("cleaning stale staging directories: no ssh client")
 	}
 	base := rr.base()
-	var baseExpr string
-	if rest, ok := strings.CutPrefix(base, "~/"); ok {
-		baseExpr = `"$HOME"/` + remote.ShellQuote(rest)
-	} else {
-		baseExpr = remote.ShellQuote(base)
-	}
-	prefix := StagingPrefix(cluster, "x")
-	prefix = strings.TrimSuffix(prefix, "x-") // "heatsible-<cluster>-"
+	prefix := strings.TrimSuffix(StagingPrefix(cluster, "x"), "x-") // "heatsible-<cut cluster>-"
 	age := ""
 	if olderThan > 0 {
 		mins := int((olderThan + time.Minute - 1) / time.Minute)
 		age = fmt.Sprintf(`[ -n "$(find "$m" -maxdepth 0 -mmin +%d)" ] || continue`, mins-1)
 	}
-	script := `base=` + baseExpr + `
-[ -d "$base" ] || exit 0
-for d in "$base"/` + remote.ShellQuote(prefix) + `*; do
-  m="$d/` + MarkerFile + `"
-  [ -d "$d" ] && [ ! -L "$d" ] && [ -f "$m" ] || continue
-  ` + age + `
-  if command -v flock >/dev/null 2>&1; then flock -n "$m" true || continue; fi
-  rm -rf -- "$d" && printf '%s\n' "$d"
-done
-`
-	var out strings.Builder
-	var errb strings.Builder
-	code, err := rr.Client.Run(ctx, script, &out, &errb)
+	where := rr.Client.Address()
+	out, err := rr.Client.Output(ctx, staleListScript(base, prefix, age))
 	if err != nil {
-		return nil, fmt.Errorf("cleaning stale staging directories on %s: %w", rr.Client.Address(), err)
+		return nil, fmt.Errorf("cleaning stale staging directories on %s: %w", where, err)
+	}
+	if out == "noflock" {
+		return nil, fmt.Errorf("cleaning stale staging directories on %s: %w: a live run's directory cannot be told from a stale one; nothing removed", where, ErrNoFlock)
+	}
+	var cands []string
+	fields := strings.Split(out, "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		dir := strings.TrimLeft(fields[i], "\n")
+		var m struct {
+			Cluster *string `json:"cluster"`
+		}
+		if json.Unmarshal([]byte(fields[i+1]), &m) != nil || m.Cluster == nil || *m.Cluster != cluster {
+			continue
+		}
+		if !path.IsAbs(dir) || path.Clean(dir) != dir || !strings.HasPrefix(path.Base(dir), prefix) || strings.ContainsAny(dir, "\n") {
+			continue
+		}
+		cands = append(cands, remote.ShellQuote(dir))
+	}
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	var sout, serr strings.Builder
+	code, err := rr.Client.Run(ctx, staleRemoveScript(cands), &sout, &serr)
+	if err != nil {
+		return nil, fmt.Errorf("cleaning stale staging directories on %s: %w", where, err)
+	}
+	if strings.TrimSpace(sout.String()) == "noflock" {
+		return nil, fmt.Errorf("cleaning stale staging directories on %s: %w: nothing removed", where, ErrNoFlock)
 	}
 	var removed []string
-	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(sout.String()), "\n") {
 		if l != "" {
 			removed = append(removed, l)
 		}
 	}
 	if code != 0 {
-		return removed, fmt.Errorf("cleaning stale staging directories on %s: exit %d: %s", rr.Client.Address(), code, strings.TrimSpace(errb.String()))
+		return removed, fmt.Errorf("cleaning stale staging directories on %s: exit %d: %s", where, code, strings.TrimSpace(serr.String()))
 	}
 	if len(removed) > 0 {
-		rr.log().Info("removed stale staging directories", "host", rr.Client.Address(), "dirs", removed)
+		rr.log().Info("removed stale staging directories", "host", where, "dirs", removed)
 	}
 	return removed, nil
+}
+
+// staleListScript lists the staging directories under base whose names
+// begin with prefix and that hold a marker (and are older than age's
+// find test, if any) as "DIR\0MARKER\0" pairs; or says "noflock".
+func staleListScript(base, prefix, age string) string {
+	return `command -v flock >/dev/null 2>&1 || { echo noflock; exit 0; }
+base=` + shellExpr(base) + `
+[ -d "$base" ] || exit 0
+for d in "$base"/` + remote.ShellQuote(prefix) + `*; do
+  m="$d/` + MarkerFile + `"
+  { [ -d "$d" ] && [ ! -L "$d" ] && [ -f "$m" ] && [ ! -L "$m" ]; } || continue
+  ` + age + `
+  printf '%s\0' "$d"; head -c 4096 -- "$m" | tr -d '\0'; printf '\0'
+done
+exit 0
+`
+}
+
+// staleRemoveScript removes each of dirs (shell-quoted) only while it can
+// take both its locks: no lock session holds the directory and no
+// ansible-playbook its marker.
+func staleRemoveScript(dirs []string) string {
+	return `command -v flock >/dev/null 2>&1 || { echo noflock; exit 0; }
+for d in ` + strings.Join(dirs, " ") + `; do
+  m="$d/` + MarkerFile + `"
+  { [ -d "$d" ] && [ ! -L "$d" ] && [ -f "$m" ] && [ ! -L "$m" ]; } || continue
+  flock -n "$d" flock -n "$m" rm -rf -- "$d" && printf '%s\n' "$d"
+done
+exit 0
+`
 }
 
 var _ io.Writer = (*lineWriter)(nil)

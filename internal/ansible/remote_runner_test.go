@@ -2,12 +2,15 @@ package ansible
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +21,13 @@ import (
 // remoteRunner connects to a real sshd on loopback; the "Ansible host" is
 // this machine, so the test can look at the staging directory directly.
 func remoteRunner(t *testing.T) (*RemoteRunner, string) {
+	t.Helper()
+	rr, base, _ := remoteRunnerSrv(t)
+	return rr, base
+}
+
+// remoteRunnerSrv is remoteRunner, with its sshd.
+func remoteRunnerSrv(t *testing.T) (*RemoteRunner, string, *remotetest.Server) {
 	t.Helper()
 	needAnsible(t)
 	srv := remotetest.Start(t)
@@ -30,7 +40,21 @@ func remoteRunner(t *testing.T) (*RemoteRunner, string) {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	base := filepath.Join(t.TempDir(), "runs")
-	return &RemoteRunner{Client: c, BaseDir: base}, base
+	return &RemoteRunner{Client: c, BaseDir: base}, base, srv
+}
+
+// dialAgain opens a second connection to rr's host: another machine.
+func dialAgain(t *testing.T, srv *remotetest.Server) *remote.Client {
+	t.Helper()
+	c, err := remote.Dial(context.Background(), remote.Config{
+		Address: srv.Addr, User: "root", KeyFiles: []string{srv.RootKeyFile},
+		KnownHostsFile: srv.KnownHostsFile, Timeout: 20 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 func assertEmptyDir(t *testing.T, dir string) {
@@ -175,55 +199,266 @@ func TestRemoteRunnerUsesWorkingDir(t *testing.T) {
 	assertEmptyDir(t, base)
 }
 
+// writeMarker makes dir a staging directory of cluster, marked as
+// NewBundle marks it.
+func writeMarker(t *testing.T, dir, cluster string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := json.Marshal(map[string]string{"cluster": cluster, "operation": "heal-end", "created": "2026-11-22T09:00:00Z"})
+	if err := os.WriteFile(filepath.Join(dir, MarkerFile), append(m, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, SecretsFile), []byte("x: y\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// holdLock holds an flock on p (a file or a directory) until the test
+// ends, as flock(1) does for a live run.
+func holdLock(t *testing.T, p string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	hold := execFlock(ctx, p, time.Minute)
+	out, err := hold.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hold.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); _ = hold.Wait() })
+	if _, err := out.Read(make([]byte, 5)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCleanupStale: only the cluster's own stale directories go, judged by
+// the marker's cluster (not the name, which a longer cluster name can
+// share: "a" is a prefix of "a-b", and names are cut to 40 characters),
+// and never one whose run is alive: its ansible-playbook holds the marker,
+// or its lock session holds the directory (from mktemp on, upload
+// included).
 func TestCleanupStale(t *testing.T) {
 	rr, base := remoteRunner(t)
 	if _, err := exec.LookPath("flock"); err != nil {
 		t.Skip("flock (util-linux) not found")
 	}
-	mk := func(name string, marker bool) string {
-		d := filepath.Join(base, name)
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if marker {
+	long := strings.Repeat("x", 40)
+	tests := []struct {
+		name    string
+		cluster string // the marker's; "" for no marker, "{}" for a marker without one
+		dir     string
+		hold    string // "marker", "dir" or ""
+		removed map[string]bool
+	}{
+		{name: "stale", cluster: "c1", dir: "heatsible-c1-heal_end-aaaa", removed: map[string]bool{"c1": true}},
+		{name: "ansible-playbook alive", cluster: "c1", dir: "heatsible-c1-scale_end-bbbb", hold: "marker"},
+		{name: "uploading", cluster: "c1", dir: "heatsible-c1-scale_end-eeee", hold: "dir"},
+		{name: "other cluster", cluster: "c2", dir: "heatsible-c2-heal_end-cccc", removed: map[string]bool{"c2": true}},
+		{name: "longer name, same prefix", cluster: "c1-b", dir: "heatsible-c1-b-heal_end-dddd", removed: map[string]bool{"c1-b": true}},
+		{name: "no marker", dir: "heatsible-c1-not-ours"},
+		{name: "marker names no cluster", cluster: "{}", dir: "heatsible-c1-heal_end-ffff"},
+		{name: "cut name 1", cluster: long + "1", dir: "heatsible-" + long + "-heal_end-gggg", removed: map[string]bool{long + "1": true}},
+		{name: "cut name 2", cluster: long + "2", dir: "heatsible-" + long + "-heal_end-hhhh", removed: map[string]bool{long + "2": true}},
+	}
+	for _, tt := range tests {
+		d := filepath.Join(base, tt.dir)
+		switch tt.cluster {
+		case "":
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		case "{}":
+			writeMarker(t, d, "c1")
 			if err := os.WriteFile(filepath.Join(d, MarkerFile), []byte("{}\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
+		default:
+			writeMarker(t, d, tt.cluster)
 		}
-		return d
+		switch tt.hold {
+		case "marker":
+			holdLock(t, filepath.Join(d, MarkerFile))
+		case "dir":
+			holdLock(t, d)
+		}
 	}
-	stale := mk("heatsible-c1-heal_end-aaaa", true)
-	live := mk("heatsible-c1-scale_end-bbbb", true)
-	other := mk("heatsible-c2-heal_end-cccc", true)
-	foreign := mk("heatsible-c1-not-ours", false)
-
-	// A live run holds the lock on its marker.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	hold := exec.CommandContext(ctx, "flock", filepath.Join(live, MarkerFile), "sleep", "60")
-	if err := hold.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cancel(); _ = hold.Wait() }()
-	time.Sleep(300 * time.Millisecond) // let flock take the lock
 
 	// Too young for a one-hour threshold: nothing goes.
 	removed, err := rr.CleanupStale(context.Background(), "c1", time.Hour)
 	if err != nil || len(removed) != 0 {
 		t.Fatalf("CleanupStale(1h) = %v, %v; want nothing removed", removed, err)
 	}
-	removed, err = rr.CleanupStale(context.Background(), "c1", 0)
+	for _, cluster := range []string{"c1", "c1-b", long + "1", "c2", long + "2"} {
+		removed, err := rr.CleanupStale(context.Background(), cluster, 0)
+		if err != nil {
+			t.Fatalf("CleanupStale(%s): %v", cluster, err)
+		}
+		var want []string
+		for _, tt := range tests {
+			if tt.removed[cluster] {
+				want = append(want, filepath.Join(base, tt.dir))
+			}
+		}
+		if !slices.Equal(removed, want) {
+			t.Errorf("CleanupStale(%s) removed %v, want %v", cluster, removed, want)
+		}
+	}
+	for _, tt := range tests {
+		_, err := os.Stat(filepath.Join(base, tt.dir))
+		if (len(tt.removed) == 0) != (err == nil) {
+			t.Errorf("%s (%s): stat %v after every cluster's cleanup; want it kept: %v", tt.dir, tt.name, err, len(tt.removed) == 0)
+		}
+	}
+}
+
+// TestCleanupStaleSparesUploads: a run's staging directory is safe from
+// its first moment. While cluster a-b's bundle uploads (its marker is
+// there, its ansible-playbook has not started), cleanups of cluster a (a
+// prefix of a-b) and of a-b itself, from another connection, leave it
+// alone, and the run goes on to the end.
+func TestCleanupStaleSparesUploads(t *testing.T) {
+	rr, base, srv := remoteRunnerSrv(t)
+	other := &RemoteRunner{Client: dialAgain(t, srv), BaseDir: base}
+
+	spec := probeSpec(t, t.TempDir(), map[string]string{"node-a": ""})
+	spec.Cluster = "a-b"
+	// Big enough to catch its upload (after the marker, before
+	// secrets.yml) and stop it there: the process writing it on the
+	// "Ansible host" (sshd's sftp session, here) is stopped while the
+	// cleanups run.
+	spec.Files = map[string][]byte{"big/blob": make([]byte, 64<<20)}
+	b, err := NewBundle(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(removed, []string{stale}) {
-		t.Errorf("removed %v, want only %s", removed, stale)
-	}
-	for _, d := range []string{live, other, foreign} {
-		if _, err := os.Stat(d); err != nil {
-			t.Errorf("%s should have been kept: %v", d, err)
+	defer b.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := rr.Run(context.Background(), b, RunOptions{})
+		done <- err
+	}()
+	var stage string
+	var writer []int
+	deadline := time.Now().Add(time.Minute)
+	for len(writer) == 0 {
+		if m, _ := filepath.Glob(filepath.Join(base, "heatsible-a-b-probe-*", "big", "blob")); len(m) == 1 {
+			stage = filepath.Dir(filepath.Dir(m[0]))
+			writer = openedBy(m[0])
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the run ended before its upload was caught: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no upload caught within a minute")
 		}
 	}
+	for _, pid := range writer {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cont := func() {
+		for _, pid := range writer {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	defer cont()
+	for _, cluster := range []string{"a", "a-b"} {
+		removed, err := other.CleanupStale(context.Background(), cluster, 0)
+		if err != nil || len(removed) > 0 {
+			t.Errorf("CleanupStale(%s) during a-b's upload: removed %v, %v; want nothing", cluster, removed, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(stage, SecretsFile)); err == nil {
+		t.Fatalf("the upload ended before the cleanups did; the test proved nothing")
+	}
+	cont()
+	if err := <-done; err != nil {
+		t.Fatalf("a-b's run: %v", err)
+	}
+	assertEmptyDir(t, base)
+}
+
+// TestCleanupStaleWithoutFlock: on an Ansible host without flock(1) a live
+// run cannot be told from a stale one, so nothing is removed and the
+// cleanup says why.
+func TestCleanupStaleWithoutFlock(t *testing.T) {
+	srv := remotetest.StartConfig(t, "SetEnv PATH="+pathWithout(t, "flock"))
+	c, err := remote.Dial(context.Background(), remote.Config{
+		Address: srv.Addr, User: "root", KeyFiles: []string{srv.RootKeyFile},
+		KnownHostsFile: srv.KnownHostsFile, Timeout: 20 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if out, err := c.Output(context.Background(), "command -v flock || echo none"); err != nil || out != "none" {
+		t.Fatalf("flock on the test host's PATH: %q %v", out, err)
+	}
+	base := filepath.Join(t.TempDir(), "runs")
+	rr := &RemoteRunner{Client: c, BaseDir: base}
+	stale := filepath.Join(base, "heatsible-c1-heal_end-aaaa")
+	live := filepath.Join(base, "heatsible-c1-heal_end-bbbb")
+	writeMarker(t, stale, "c1")
+	writeMarker(t, live, "c1")
+	holdLock(t, live) // a lock session holds it: it must stay
+	removed, err := rr.CleanupStale(context.Background(), "c1", 0)
+	if err == nil || !strings.Contains(err.Error(), "flock") || len(removed) > 0 {
+		t.Errorf("CleanupStale without flock = %v, %v; want an error naming flock and nothing removed", removed, err)
+	}
+	for _, d := range []string{stale, live} {
+		if _, err := os.Stat(filepath.Join(d, SecretsFile)); err != nil {
+			t.Errorf("%s was touched: %v", d, err)
+		}
+	}
+}
+
+// openedBy lists the processes that have p open.
+func openedBy(p string) []int {
+	var pids []int
+	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	for _, fd := range fds {
+		if target, err := os.Readlink(fd); err == nil && target == p {
+			if pid, err := strconv.Atoi(strings.Split(fd, "/")[2]); err == nil && !slices.Contains(pids, pid) {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// pathWithout returns a directory that holds every command of this
+// machine's /usr/bin, /usr/sbin, /bin and /sbin but the named ones: the
+// PATH of a host that lacks them.
+func pathWithout(t *testing.T, missing ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{"/usr/local/bin", "/usr/bin", "/usr/sbin", "/bin", "/sbin"} {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if slices.Contains(missing, e.Name()) {
+				continue
+			}
+			if _, err := os.Lstat(filepath.Join(dir, e.Name())); err == nil {
+				continue
+			}
+			if err := os.Symlink(filepath.Join(d, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // A connection cut mid-run: Run reports it (ErrUnreachable, saying what
@@ -283,16 +518,8 @@ func TestRemoteRunnerRemovesLeftovers(t *testing.T) {
 	rr, base := remoteRunner(t)
 	left := filepath.Join(base, "heatsible-test-probe-left")
 	other := filepath.Join(base, "heatsible-other-probe-left")
-	for _, d := range []string{left, other} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		for name, mode := range map[string]os.FileMode{MarkerFile: 0o600, SecretsFile: 0o600} {
-			if err := os.WriteFile(filepath.Join(d, name), []byte("{}\n"), mode); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	writeMarker(t, left, "test")
+	writeMarker(t, other, "other")
 	b, err := NewBundle(probeSpec(t, t.TempDir(), map[string]string{"node-a": ""}))
 	if err != nil {
 		t.Fatal(err)

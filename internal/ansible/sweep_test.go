@@ -51,9 +51,9 @@ func TestBundleHolderProcess(t *testing.T) {
 	os.Exit(0)
 }
 
-// holder starts TestBundleHolderProcess and returns it with the bundle it
+// bundleHolder starts TestBundleHolderProcess and returns it with the bundle it
 // staged.
-func holder(t *testing.T, base, cluster string, env ...string) (*exec.Cmd, string) {
+func bundleHolder(t *testing.T, base, cluster string, env ...string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestBundleHolderProcess$")
 	cmd.Env = append(os.Environ(), append([]string{"HS_HOLDER_BASE=" + base, "HS_HOLDER_CLUSTER=" + cluster}, env...)...)
@@ -101,9 +101,9 @@ func kill(t *testing.T, cmd *exec.Cmd) {
 // that is no bundle and a symlink are not.
 func TestSweepStale(t *testing.T) {
 	base := t.TempDir()
-	killed, killedDir := holder(t, base, "c1")
-	live, liveDir := holder(t, base, "c1")
-	other, otherDir := holder(t, base, "c1-b") // "heatsible-c1-b-..." starts with "heatsible-c1-"
+	killed, killedDir := bundleHolder(t, base, "c1")
+	live, liveDir := bundleHolder(t, base, "c1")
+	other, otherDir := bundleHolder(t, base, "c1-b") // "heatsible-c1-b-..." starts with "heatsible-c1-"
 	kill(t, killed)
 	kill(t, other)
 	spec := minimalSpec(t)
@@ -117,7 +117,7 @@ func TestSweepStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	elsewhere := t.TempDir()
-	_, deadElsewhere := holder(t, elsewhere, "c1")
+	_, deadElsewhere := bundleHolder(t, elsewhere, "c1")
 	link := filepath.Join(base, "heatsible-c1-heal_end-link")
 	if err := os.Symlink(deadElsewhere, link); err != nil {
 		t.Fatal(err)
@@ -186,7 +186,7 @@ func TestBundleMarkerLockedUntilClose(t *testing.T) {
 func TestKilledRunLeavesNoAnsible(t *testing.T) {
 	needAnsible(t)
 	base := t.TempDir()
-	cmd, dir := holder(t, base, "c2", "HS_HOLDER_RUN="+t.TempDir())
+	cmd, dir := bundleHolder(t, base, "c2", "HS_HOLDER_RUN="+t.TempDir())
 	for deadline := time.Now().Add(20 * time.Second); len(processes("sleep 119")) == 0; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the probe's sleep does not run")

@@ -60,6 +60,14 @@ func trackLock(ctx context.Context, l *Lock, cluster string) func() {
 		"(read the run record first: the hosts may be half-configured)", l.path, cluster)})
 }
 
+// trackRemoteLock registers the cluster's lock on the Ansible host: an exit
+// at once skips its release, so the dropped connection frees the flock but
+// its holder record stays, as with the local lock.
+func trackRemoteLock(ctx context.Context, l *ansible.RemoteLock, host, cluster string) func() {
+	return interrupt.Track(ctx, interrupt.Leftover{What: fmt.Sprintf("left behind: the cluster lock %s on the Ansible host %s, naming this run: "+
+		"the next operation on cluster %s, from any machine, is refused until it is re-run with --break-lock", l.Path, host, cluster)})
+}
+
 // abandon is the record's part of an exit at once: the error and end
 // lines (exit 130), and where the record is. It never waits: if the record
 // is being written, it says where it is and leaves it.

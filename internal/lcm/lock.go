@@ -12,26 +12,20 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/topology"
 )
 
-// Holder says who holds a cluster lock.
-type Holder struct {
-	Operation string    `json:"operation"`
-	PID       int       `json:"pid"`
-	Host      string    `json:"host"`
-	Started   time.Time `json:"started"`
-}
+// Holder says who holds a cluster lock: the same record here and on the
+// Ansible host (see ansible.RemoteRunner.Lock).
+type Holder = ansible.Holder
 
-func (h Holder) String() string {
-	return fmt.Sprintf("%s (pid %d on %s, started %s)", h.Operation, h.PID, h.Host, h.Started.Format(time.RFC3339))
-}
-
-// Lock is a held per-cluster lock.
+// Lock is a held per-cluster lock on this machine.
 type Lock struct {
-	f    *os.File
-	path string
+	f      *os.File
+	path   string
+	holder Holder
 }
 
 // StateDir is where heatsible keeps per-cluster state on this machine: the
@@ -52,7 +46,10 @@ func StateDir() string {
 // Acquire takes the lock of cluster for operation, without waiting: a second
 // operation on the same cluster is refused (exit code Refused) with the
 // holder's operation, pid, host and start time. The lock is an flock, so the
-// kernel releases it when the holder dies, however it dies.
+// kernel releases it when the holder dies, however it dies. It serialises
+// runs on this machine (with this state directory) only: a remote run also
+// holds the cluster's lock on the Ansible host (ansible.RemoteRunner.Lock),
+// which serialises machines.
 //
 // A run that ends, well or badly, empties the lock file when it releases it.
 // A free lock whose file still names a holder was left by a run that was
@@ -65,7 +62,7 @@ func Acquire(cluster, operation string, breakStale bool) (*Lock, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
 	}
-	p := filepath.Join(dir, topology.SanitizeName(cluster)+".lock")
+	p := filepath.Join(dir, ansible.LockName(cluster))
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening the cluster lock: %w", err)
@@ -100,8 +97,11 @@ func Acquire(cluster, operation string, breakStale bool) (*Lock, error) {
 	if err := f.Truncate(0); err == nil {
 		f.WriteAt(append(data, '\n'), 0)
 	}
-	return &Lock{f: f, path: p}, nil
+	return &Lock{f: f, path: p, holder: h}, nil
 }
+
+// Holder is the record the lock holds.
+func (l *Lock) Holder() Holder { return l.holder }
 
 // Release gives the lock up.
 func (l *Lock) Release() {

@@ -1,7 +1,10 @@
 package lcm
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,4 +77,61 @@ func TestLockLeftByKilledRun(t *testing.T) {
 		t.Fatalf("after a clean release: %v", err)
 	}
 	l.Release()
+}
+
+// TestRefusedRunsKeepTheKilledRunsRecord: the refusal of a killed run's
+// lock tells the operator to read that run's record; a hook retrying the
+// refused operation must not push it out of the records kept. Records are
+// pruned only by a run that holds the lock.
+func TestRefusedRunsKeepTheKilledRunsRecord(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("HEATSIBLE_STATE_DIR", state)
+	runs := filepath.Join(state, RunsDir, "k8s-a")
+	killed := filepath.Join(runs, "20261101T090000Z-instantiate-end")
+	if err := os.MkdirAll(killed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(killed, RunLog), []byte(`{"kind":"start"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The lock file of a run that was killed: free, holder record left.
+	rec := `{"operation":"instantiate-end","pid":4242,"host":"conductor-1","started":"2026-11-01T09:00:00Z"}` + "\n"
+	if err := os.WriteFile(filepath.Join(state, "k8s-a.lock"), []byte(rec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	if err := os.WriteFile(kh, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := fixture(t, "valid")
+	o := RunOptions{Operation: OpInstantiateEnd, Request: req, PackageDir: "../../testdata/package",
+		Source: Source{TopologyFile: "../../testdata/topology/k8s-a.yaml"}, Local: true, KnownHosts: kh,
+		Stderr: io.Discard, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for i := range RecordsKept + 5 {
+		_, err := Run(context.Background(), o)
+		if fail.Code(err) != fail.Refused || !strings.Contains(err.Error(), "did not finish") {
+			t.Fatalf("attempt %d: %v, want refused (a run that did not finish)", i+1, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(killed, RunLog)); err != nil {
+		t.Fatalf("the killed run's record is gone after %d refused attempts: %v", RecordsKept+5, err)
+	}
+	entries, err := os.ReadDir(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != RecordsKept+6 {
+		t.Errorf("%d records, want every refused attempt's and the killed run's (%d)", len(entries), RecordsKept+6)
+	}
+
+	// The run that takes the lock over prunes (before it runs anything:
+	// without ansible-playbook on PATH it ends right after).
+	o.BreakLock = true
+	t.Setenv("PATH", t.TempDir())
+	if _, err := Run(context.Background(), o); fail.Code(err) == fail.Refused {
+		t.Fatalf("--break-lock: %v", err)
+	}
+	if entries, _ = os.ReadDir(runs); len(entries) != RecordsKept {
+		t.Errorf("%d records after a run that held the lock, want %d", len(entries), RecordsKept)
+	}
 }

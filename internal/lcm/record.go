@@ -42,7 +42,8 @@ const (
 	// RunsDir is the records' directory under StateDir().
 	RunsDir = "runs"
 	// RecordsKept is how many records a cluster keeps; older ones are
-	// removed when a new one is made.
+	// removed when a run has taken the cluster's lock (a refused run
+	// removes none).
 	RecordsKept = 20
 	// RunLog is the record's log file.
 	RunLog = "run.log"
@@ -160,8 +161,19 @@ func (r *record) create(cluster string) error {
 		return err
 	}
 	r.dir, r.f = dir, f
-	prune(base, RecordsKept)
 	return nil
+}
+
+// prune removes the cluster's oldest records beyond RecordsKept. Run calls
+// it only once it holds the cluster's locks: a refused run must not push
+// out the record of a killed one, which the stale-lock refusal tells the
+// operator to read, however often a hook retries.
+func (r *record) prune() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dir != "" {
+		prune(filepath.Dir(r.dir), RecordsKept)
+	}
 }
 
 var unsafeNameRE = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)

@@ -120,7 +120,7 @@ func runOpSafe(ctx context.Context, o RunOptions, rec *record) (out *Outcome, er
 	return runOp(ctx, o, rec)
 }
 
-func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
+func runOp(ctx context.Context, o RunOptions, rec *record) (_ *Outcome, runErr error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
@@ -188,6 +188,8 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
 		runner, fileOps = o.newRunner()
 	}
 	var remoteRunner *ansible.RemoteRunner
+	var remoteLock *ansible.RemoteLock
+	removeLock := false
 	if sshCfg != nil {
 		sshCfg.Logger = log
 		client, err := remote.Dial(ctx, *sshCfg)
@@ -197,7 +199,31 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
 		defer client.Close()
 		remoteRunner = &ansible.RemoteRunner{Client: client, Logger: log}
 		runner, fileOps = remoteRunner, remoteRunner
+		// The cluster's lock on the Ansible host, for the whole remote
+		// run: the lock above cannot see another machine.
+		h := lock.Holder()
+		h.Record = rec.dir
+		remoteLock, err = remoteRunner.Lock(ctx, t.Cluster, h, o.BreakLock)
+		if err != nil {
+			return nil, fail.With(lockExit(err), err)
+		}
+		defer func() {
+			if err := releaseRemote(remoteLock, removeLock, *sshCfg, t.Cluster, o, log); err != nil {
+				if runErr != nil {
+					runErr = fmt.Errorf("%w; %w", runErr, err)
+				} else {
+					log.Warn(err.Error())
+				}
+			}
+		}()
+		defer trackRemoteLock(ctx, remoteLock, sshCfg.Address, t.Cluster)()
+		var stop context.CancelCauseFunc
+		ctx, stop = context.WithCancelCause(ctx)
+		defer stop(nil)
+		go watchRemoteLock(ctx, stop, remoteLock, client, log)
 	}
+	// Records are pruned only now that this run holds the cluster's locks.
+	rec.prune()
 	out := &Outcome{Operation: o.Operation, Cluster: t.Cluster, Where: where, Check: o.Check, Topology: t, Started: start}
 	ph := &phaseRunner{o: o, files: files, bundle: b, runner: runner, fileOps: fileOps, remote: remoteRunner, cluster: t.Cluster, log: log}
 	if err := ph.preflight(ctx); err != nil {
@@ -205,6 +231,9 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
 	}
 	err = ph.run(ctx)
 	out.Result, out.Duration = ph.result, time.Since(start)
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, ansible.ErrLockLost) && !errors.Is(err, remote.ErrUnreachable) {
+		return out, fail.With(fail.Unreachable, fmt.Errorf("%w; the run was stopped, so that no other run overlaps it: the nodes may be half-configured, re-run the operation (it is idempotent)", cause))
+	}
 	if err != nil {
 		return out, fail.With(playbookExit(ph.result, err), err)
 	}
@@ -215,6 +244,7 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
 	}
 	if op.Name == OpTerminateEnd && !o.Check {
 		lock.Remove()
+		removeLock = true
 	}
 	return out, nil
 }
@@ -401,6 +431,90 @@ func refused(res *ansible.Result) bool {
 	return false
 }
 
+// lockExit is the exit code of a refused or failed lock on the Ansible
+// host.
+func lockExit(err error) int {
+	switch {
+	case errors.Is(err, ansible.ErrLockBusy), errors.Is(err, ansible.ErrLockStale), errors.Is(err, ansible.ErrNoFlock):
+		return fail.Refused
+	case errors.Is(err, context.Canceled):
+		return fail.Interrupted
+	case errors.Is(err, remote.ErrUnreachable), errors.Is(err, remote.ErrSessionEnded):
+		return fail.Unreachable
+	}
+	return fail.Internal
+}
+
+// watchRemoteLock stops the run (stop, with ErrLockLost) when the session
+// holding the cluster's lock on the Ansible host ends while the run goes
+// on over a live connection: someone killed it there, and another run
+// could now start. A dead connection is left to the runner, which says so.
+func watchRemoteLock(ctx context.Context, stop context.CancelCauseFunc, l *ansible.RemoteLock, c *remote.Client, log *slog.Logger) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-l.Lost():
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	alive := make(chan bool, 1)
+	go func() {
+		_, _, err := c.SSH().SendRequest("keepalive@openssh.com", true, nil)
+		alive <- err == nil
+	}()
+	select {
+	case ok := <-alive:
+		if !ok {
+			return
+		}
+	case <-time.After(5 * time.Second):
+		return
+	case <-ctx.Done():
+		return
+	}
+	log.Error("the session holding the cluster's lock on the Ansible host ended; stopping the run", "host", c.Address())
+	stop(fmt.Errorf("%w %s: the session holding it ended while the run went on", ansible.ErrLockLost, c.Address()))
+}
+
+// releaseRemote lets the cluster's lock on the Ansible host go (remove: and
+// deletes its file, at terminate-end). When the lock's session was lost
+// with the connection, this run still ended and says so, so its record
+// must not stay as a run that did not finish: it is cleared over a new
+// connection, once the Ansible host has let the old session go. The error
+// says what is left when that fails.
+func releaseRemote(l *ansible.RemoteLock, remove bool, cfg remote.Config, cluster string, o RunOptions, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var err error
+	if remove {
+		err = l.Remove(ctx)
+	} else {
+		err = l.Release(ctx)
+	}
+	if err == nil || !errors.Is(err, ansible.ErrLockLost) {
+		return err
+	}
+	if o.Stderr != nil {
+		fmt.Fprintf(o.Stderr, "heatsible: the connection that held cluster %s's lock on the Ansible host %s was lost; clearing this run's lock record over a new one\n", cluster, cfg.Address)
+	}
+	left := fmt.Errorf("the cluster's lock on the Ansible host %s (%s) still names this run, so the next run there is refused until --break-lock", cfg.Address, l.Path)
+	cfg.Timeout = 20 * time.Second
+	c, derr := remote.Dial(ctx, cfg)
+	if derr != nil {
+		return fmt.Errorf("%w (reconnecting to clear it: %w)", left, derr)
+	}
+	defer c.Close()
+	cleared, cerr := (&ansible.RemoteRunner{Client: c, Logger: log}).ClearRecord(ctx, cluster, l.Holder())
+	switch {
+	case cerr != nil:
+		return fmt.Errorf("%w (%w)", left, cerr)
+	case !cleared:
+		log.Debug("the cluster's lock record on the Ansible host no longer names this run, or another run holds the lock", "host", cfg.Address)
+	}
+	return nil
+}
+
 func sshExit(err error) int {
 	var hk *remote.HostKeyError
 	if errors.As(err, &hk) || errors.Is(err, remote.ErrUnreachable) {
@@ -416,7 +530,7 @@ func runExit(err error) int {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return fail.Interrupted
-	case errors.Is(err, ansible.ErrUnreachable), errors.Is(err, remote.ErrUnreachable):
+	case errors.Is(err, ansible.ErrUnreachable), errors.Is(err, remote.ErrUnreachable), errors.Is(err, ansible.ErrLockLost):
 		return fail.Unreachable
 	case errors.Is(err, ansible.ErrHostFailed):
 		return fail.HostFailed

@@ -72,6 +72,13 @@ func Skip(t testing.TB) {
 // Start runs sshd until the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartConfig(t, "")
+}
+
+// StartConfig is Start with extra sshd_config lines, e.g.
+// "SetEnv PATH=/some/dir" for a host whose commands are not all there.
+func StartConfig(t testing.TB, extra string) *Server {
+	t.Helper()
 	Skip(t)
 	if err := os.MkdirAll("/run/sshd", 0o755); err != nil { // privilege separation dir
 		t.Fatalf("creating /run/sshd: %v", err)
@@ -133,7 +140,8 @@ MaxStartups 100:30:200
 MaxSessions 100
 LogLevel VERBOSE
 Subsystem sftp internal-sftp
-`, s.Port, edFile, rsaFile, s.authorizedKeys)
+%s
+`, s.Port, edFile, rsaFile, s.authorizedKeys, extra)
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
