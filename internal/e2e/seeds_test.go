@@ -193,7 +193,7 @@ func TestKubesprayStandInVars(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(recorded), "kube_pods_subnet: 192.168.0.0/16") || strings.Contains(string(recorded), secret1) || strings.Contains(string(recorded), secret2) ||
+	if !strings.Contains(string(recorded), `kube_pods_subnet: !unsafe "192.168.0.0/16"`) || strings.Contains(string(recorded), secret1) || strings.Contains(string(recorded), secret2) ||
 		strings.Contains(string(recorded), b.env["BED_PASSWORD"]) {
 		t.Errorf("the run record's kubespray-vars.yml:\n%s", recorded)
 	}

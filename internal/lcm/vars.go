@@ -184,18 +184,29 @@ func buildVars(req *params.Request, t *topology.Topology, pkgDir string, f *File
 		pvs = append(pvs, pvManifest{Name: pv.Name, Src: Template("{{ playbook_dir }}/" + path.Join(ManifestDir, name))})
 	}
 	all["pv_manifests"] = pvs
+	// Proxy URLs may carry user:password: then the whole map goes to the
+	// secrets file (and no_proxy is masked along with them); without
+	// credentials it is plain configuration, which run records and output
+	// show as it is.
+	proxySecret := false
+	for _, v := range proxy {
+		if hasUserinfo(v) {
+			proxySecret = true
+			f.SecretValues = append(f.SecretValues, v)
+		}
+	}
+	if len(proxy) > 0 && !proxySecret {
+		all["proxy_env"] = proxy
+	}
 	if c.StorageServer != nil {
 		all["pv_register_nfs_servers"] = servers
 	}
 	if err := addGroupVars(f, inventory.GroupAll, all); err != nil {
 		return err
 	}
-	// Proxy URLs may carry user:password, so the whole map is a secret.
-	sec := map[string]any{"heatsible_secrets": secrets, "proxy_env": proxy}
-	for _, v := range proxy {
-		if hasUserinfo(v) {
-			f.SecretValues = append(f.SecretValues, v)
-		}
+	sec := map[string]any{"heatsible_secrets": secrets}
+	if proxySecret {
+		sec["proxy_env"] = proxy
 	}
 	b, err := marshal(sec)
 	if err != nil {
