@@ -63,6 +63,29 @@ type Row struct {
 	CPURerun     *float64 `json:"cpu_rerun_total"`
 	CPUBaseline  *float64 `json:"cpu_baseline_total"`
 	RerunChanged int      `json:"rerun_changed"`
+	// the 1-minute load before each measurement (and after it, in newer results)
+	Loads []*float64 `json:"-"`
+}
+
+// UnmarshalJSON reads a row and gathers its load figures, whatever the
+// version of bed.sh that wrote it recorded (the "after" ones are newer).
+func (r *Row) UnmarshalJSON(b []byte) error {
+	type plain Row
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	var raw map[string]*float64
+	if err := json.Unmarshal(b, &raw); err != nil {
+		raw = nil // a field that is not a number: no load figures, the rest as read
+	}
+	*r = Row(p)
+	for _, k := range []string{"load_first", "load_rerun", "load_baseline", "load_first_after", "load_rerun_after", "load_baseline_after"} {
+		if v := raw[k]; v != nil {
+			r.Loads = append(r.Loads, v)
+		}
+	}
+	return nil
 }
 
 func main() {
@@ -196,11 +219,30 @@ func caption(res Results) string {
 	} else if res.Machine.PageFaultUS > 0 {
 		parts = append(parts, fmt.Sprintf("page fault %s µs", num(res.Machine.PageFaultUS)))
 	}
-	if len(res.LoadRange) == 2 {
-		parts = append(parts, fmt.Sprintf("load %s-%s", num(res.LoadRange[0]), num(res.LoadRange[1])))
+	if lo, hi, ok := loadRange(res); ok {
+		parts = append(parts, fmt.Sprintf("load %s-%s", num(lo), num(hi)))
 	}
 	parts = append(parts, "single runs")
 	return strings.Join(parts, "; ")
+}
+
+// loadRange is results.json's load_range, or (older files) the span of the rows' loads.
+func loadRange(res Results) (lo, hi float64, ok bool) {
+	if len(res.LoadRange) == 2 {
+		return res.LoadRange[0], res.LoadRange[1], true
+	}
+	for _, r := range res.Rows {
+		for _, v := range r.Loads {
+			if !ok || *v < lo {
+				lo = *v
+			}
+			if !ok || *v > hi {
+				hi = *v
+			}
+			ok = true
+		}
+	}
+	return lo, hi, ok
 }
 
 // xTicks are the measured sizes: the axis runs from 0 to the largest.

@@ -47,7 +47,7 @@ func TestRenderGolden(t *testing.T) {
 		{
 			// results.json as bed.sh wrote it before the page-fault and load ranges and targets
 			name: "old format", in: "testdata/results-old.json", golden: "testdata/results-old.svg",
-			want: []string{"page fault 16.82 µs", ">16</text>"},
+			want: []string{"page fault 16.82 µs", "load 2.13-5.33", ">16</text>"},
 		},
 	}
 	for _, tc := range tests {
