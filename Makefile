@@ -5,7 +5,7 @@ GOFLAGS  ?=
 export GOTOOLCHAIN := local
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps unit test e2e lint demo clean bench-agent bench
+.PHONY: help build deps unit test e2e lint demo clean bench-agent bench bench-plot
 
 help:
 	@echo "make build          build $(BIN)"
@@ -13,6 +13,8 @@ help:
 	@echo "make test           everything: deps, test bed, unit + e2e tests, smoke, lint"
 	@echo "make unit           unit tests only (no test bed)"
 	@echo "make lint           gofmt, go vet, ansible-lint, shellcheck"
+	@echo "make bench          heatsible against the sequential baseline on the test bed, N = BENCH_SIZES (default 2 8 16 32 64)"
+	@echo "make bench-plot     redraw bench/results.svg from bench/results.json"
 	@echo "make bench-agent    heatsible's own overhead on a synthetic 500-node cluster (no hosts)"
 	@echo "make testbed-up|testbed-down|testbed-status|testbed-smoke   the local test bed (docs/testbed.md)"
 
@@ -43,9 +45,14 @@ bench-agent:
 	bench/agent.sh
 
 # heatsible vs the sequential baseline on the test bed (after make testbed-up),
-# N workers in BENCH_SIZES (default "2 8 16"); writes bench/results.md.
+# N workers in BENCH_SIZES (default "2 8 16 32 64"; the bed reshapes to each);
+# writes bench/results.{md,csv,json,svg}.
 bench: build
-	HEATSIBLE=$(CURDIR)/$(BIN) bench/bed.sh
+	HEATSIBLE=$(CURDIR)/$(BIN) GO=$(GO) bench/bed.sh
+
+BENCH_RESULTS ?= bench/results
+bench-plot:
+	$(GO) run ./bench/plot -in $(BENCH_RESULTS).json -out $(BENCH_RESULTS).svg
 
 clean:
 	rm -rf bin

@@ -27,8 +27,13 @@
 #   present;
 #   master, same session: each PV manifest with spec.nfs.server set to the
 #   storage CP's address and the managed-by label (edited as YAML on this
-#   machine), `kubectl apply -f` each as the SSH user, then poll every 1 s
-#   (the role: 5 s) until all are Available or Bound (at most 120 s).
+#   machine), `kubectl apply -f` each, then poll every 1 s (the role: 5 s)
+#   until all are Available or Bound (at most 120 s). kubectl reads the admin
+#   kubeconfig where the cluster's installer left it, looked for in
+#   heatsible's order (roles/kubeconfig): the SSH user's ~/.kube/config
+#   (kubeadm scripts such as Tacker's), else, through sudo,
+#   /etc/kubernetes/admin.conf or /root/.kube/config (kubespray, which leaves
+#   the SSH user none: the bed's default layout).
 #
 # What it does NOT do (each of these only makes it faster than heatsible):
 # no Heat discovery (addresses, volume ids and devices come from the bed's
@@ -224,10 +229,16 @@ EOF
   echo 'test -e /sbin/mount.nfs || { echo "/sbin/mount.nfs is missing" >&2; exit 1; }'
 } > "$tmp/client.sh"
 
-# master: the client part under sudo, then the PVs as the SSH user
+# master: the client part under sudo, then the PVs with the admin kubeconfig
 {
   echo 'set -euo pipefail'
   echo "sudo -n bash <<'CLIENT'"; cat "$tmp/client.sh"; echo CLIENT
+  cat <<'EOF'
+if [ -r "$HOME/.kube/config" ]; then kubectl() { command kubectl --kubeconfig "$HOME/.kube/config" "$@"; }
+elif sudo -n test -f /etc/kubernetes/admin.conf; then kubectl() { sudo -n kubectl --kubeconfig /etc/kubernetes/admin.conf "$@"; }
+elif sudo -n test -f /root/.kube/config; then kubectl() { sudo -n kubectl --kubeconfig /root/.kube/config "$@"; }
+else echo "no admin kubeconfig: not ~/.kube/config, /etc/kubernetes/admin.conf nor /root/.kube/config" >&2; exit 1; fi
+EOF
   echo 'd=$(mktemp -d); trap '\''rm -rf "$d"'\'' EXIT'
   while read -r name; do
     echo "cat > \"\$d/$name.yaml\" <<'PV'"; cat "$tmp/pvs/$name.yaml"; echo PV

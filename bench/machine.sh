@@ -13,20 +13,26 @@
 #                   SSH) minus (a play of the 1 task), divided by 40. This is
 #                   the controller's cost of a task that does nothing.
 #
-# Usage: bench/machine.sh   (needs ansible-playbook; runs on localhost only)
+# Usage: bench/machine.sh              (needs ansible-playbook; runs on localhost only)
+#        bench/machine.sh --page-fault (only the first figure, its number alone:
+#                                       bench/bed.sh takes it before every measurement)
 set -euo pipefail
 
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-
-python3 - <<'PY'
+page_fault() {
+  python3 - <<'PY'
 import mmap, time
 n = 64 * 1024 * 1024
 m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
 t = time.perf_counter()
 for i in range(0, n, 4096):
     m[i] = 1
-print("page_fault_us %.2f" % ((time.perf_counter() - t) / (n // 4096) * 1e6))
+print("%.2f" % ((time.perf_counter() - t) / (n // 4096) * 1e6))
 PY
+}
+if [ "${1:-}" = --page-fault ]; then page_fault; exit 0; fi
+echo "page_fault_us $(page_fault)"
+
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 {
   printf -- '- hosts: localhost\n  gather_facts: false\n  tasks:\n    - name: first\n      ansible.builtin.debug: {msg: x}\n'

@@ -39,10 +39,14 @@ mounts=$(jq -r '(.additionalParams // .).k8s_cluster_installation_param.storage_
 pvs=$(for p in $(jq -r '(.additionalParams // .).k8s_cluster_installation_param.pv_registration_params[].pv_manifest_file_path' "$RUN/request.json"); do
   awk '/^metadata:/{m=1; next} m && /^  name:/{print $2; exit}' "$RUN/package/$p"; done)
 
-# k8s first: a PV must not outlive its export (kubectl on master-0, as root).
+# k8s first: a PV must not outlive its export (kubectl on master-0, as root,
+# with the admin kubeconfig of any layout the bed gives master-0: kubespray's
+# root-only files, or kubeadm's admin.conf and the user's ~/.kube/config)
 if [ -n "$pvs" ]; then
-  # shellcheck disable=SC2086
-  "$BED" exec master-0 -- kubectl delete pv --ignore-not-found --wait=true --timeout=60s $pvs >/dev/null
+  # shellcheck disable=SC2016,SC2086
+  "$BED" exec master-0 -- sh -c 'for k in /etc/kubernetes/admin.conf /root/.kube/config /home/*/.kube/config; do
+      [ -f "$k" ] && exec kubectl --kubeconfig "$k" delete pv --ignore-not-found --wait=true --timeout=60s "$@"; done
+    echo "reset: no admin kubeconfig on master-0" >&2; exit 1' sh $pvs >/dev/null
 fi
 
 # storage

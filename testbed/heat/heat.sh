@@ -207,20 +207,30 @@ clouds:
     interface: public
 EOF
   )
-  # default pools: the bed's addresses (docs/testbed.md); stack-create --pools replaces it
-  if [ ! -s "$RUN/pools.json" ]; then
-    cat > "$RUN/pools.json" <<'EOF'
-{
+  bed_pools
+  lb_pool
+}
+
+# The default pools: the bed's addresses (docs/testbed.md), 64 workers at
+# .20-.83; stack-create --pools replaces the file. A pools.json that is the
+# default of before (16 workers, .20-.35, written by an older heat.sh) is
+# replaced by this one; any other file is left as it is.
+POOLS_DEFAULT='{
   "networks": {
     "net_master": ["10.231.0.12"],
-    "net_worker": ["10.231.0.20-10.231.0.35"],
+    "net_worker": ["10.231.0.20-10.231.0.83"],
     "net_storage": ["10.231.0.11"]
   },
   "floating": {"10.231.0.0/24": "10.231.1.0/24"}
-}
-EOF
-  fi
-  lb_pool
+}'
+POOLS_OLD_DEFAULT='{"floating":{"10.231.0.0/24":"10.231.1.0/24"},"networks":{"net_master":["10.231.0.12"],"net_storage":["10.231.0.11"],"net_worker":["10.231.0.20-10.231.0.35"]}}'
+bed_pools() {
+  mkdir -p "$RUN"
+  if [ -s "$RUN/pools.json" ] && [ "$($PY -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1])), sort_keys=True, separators=(",", ":")))' \
+       "$RUN/pools.json" 2>/dev/null)" != "$POOLS_OLD_DEFAULT" ]; then return 0; fi
+  [ -s "$RUN/pools.json" ] && log "pools.json: net_worker 10.231.0.20-10.231.0.35 -> 10.231.0.20-10.231.0.83 (64 workers)"
+  printf '%s\n' "$POOLS_DEFAULT" > "$RUN/pools.json.tmp"
+  mv "$RUN/pools.json.tmp" "$RUN/pools.json"
 }
 
 # The external load balancer's network (stack-create --lb net_lb): its own
@@ -408,6 +418,7 @@ case "$cmd" in
   stack-create)
     [ $# -ge 3 ] || die "usage: $0 stack-create NAME WORKERS VOLUMES [--pools FILE] [--replace] [--networks M,W,S] [--lb NET] [--no-state]"
     lock
+    bed_pools
     lb_pool
     stackctl create "$@" ;;
   stack-scale)

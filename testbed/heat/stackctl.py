@@ -15,7 +15,8 @@ id and device, which the bed needs for its by-id symlinks.
 member resource of the group's nested stack unhealthy (PATCH .../resources/
 <member> {"mark_unhealthy": true}), then updates the stack (PATCH, existing
 template) with the VDU's desired_capacity parameter (nfv.VDU.<vdu>.
-desired_capacity) set to N, and waits (bounded, HEAT_SCALE_TIMEOUT, 300 s)
+desired_capacity) set to N, and waits (bounded, HEAT_SCALE_TIMEOUT: 300 s, or
+10 s per member when that is more)
 for UPDATE_COMPLETE. Heat keeps the newest N members after sorting failed
 ones first, so the victims are exactly the ones removed. (A ScalingPolicy
 signal would not do: it adjusts the size counted WITHOUT the failed members,
@@ -36,9 +37,13 @@ from keystoneauth1.identity import v3
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUN = os.environ["HEAT_RUN"]
-CREATE_TIMEOUT = int(os.environ.get("HEAT_CREATE_TIMEOUT", "600"))
-SCALE_TIMEOUT = int(os.environ.get("HEAT_SCALE_TIMEOUT", "300"))
-DELETE_TIMEOUT = int(os.environ.get("HEAT_DELETE_TIMEOUT", "300"))
+# The workers' address pool (net_worker, 10.231.0.20-10.231.0.83) holds 64.
+MAX_WORKERS = 64
+# Seconds: 600, or 10 s per worker when that is more (Heat creates one nested
+# stack per member; see README.md for what it took).
+CREATE_TIMEOUT = int(os.environ.get("HEAT_CREATE_TIMEOUT", "0")) or None
+SCALE_TIMEOUT = int(os.environ.get("HEAT_SCALE_TIMEOUT", "0")) or None   # 300, or 10 s per member
+DELETE_TIMEOUT = int(os.environ.get("HEAT_DELETE_TIMEOUT", "600"))   # 64 members: 77 s at load 4
 DEVICES = ["vdb", "vdc", "vdd"]
 
 
@@ -76,8 +81,12 @@ class Heat(object):
         return r.json()["stack"]
 
 
+def create_timeout(workers):
+    return CREATE_TIMEOUT or max(600, 10 * workers)
+
+
 def templates(workers, volumes, lb_network=None):
-    cap = max(16, workers)
+    cap = MAX_WORKERS
     top = {
         "heat_template_version": "2013-05-23",
         "description": "heatsible test bed: Tacker-shaped Kubernetes VNF "
@@ -214,8 +223,8 @@ def delete(h, name):
 
 
 def create(h, a):
-    if not 0 <= a.workers <= 16:
-        die("WORKERS must be 0..16, got %d" % a.workers)
+    if not 0 <= a.workers <= MAX_WORKERS:
+        die("WORKERS must be 0..%d, got %d" % (MAX_WORKERS, a.workers))
     if len(a.networks) != 3:
         die("--networks wants MASTER,WORKER,STORAGE")
     if not 1 <= a.volumes <= 3:
@@ -235,11 +244,12 @@ def create(h, a):
             die("stack %s exists (%s); use stack-delete or --replace" % (a.name, existing["stack_status"]))
         delete(h, a.name)
     top, files, vols = templates(a.workers, a.volumes, a.lb)
+    timeout = create_timeout(a.workers)
     body = {"stack_name": a.name, "template": top, "files": files,
             "parameters": params(a.networks, a.lb, a.workers),
-            "disable_rollback": True, "timeout_mins": max(1, CREATE_TIMEOUT // 60)}
+            "disable_rollback": True, "timeout_mins": max(1, timeout // 60)}
     t0 = time.time()
-    end = t0 + CREATE_TIMEOUT
+    end = t0 + timeout
     while True:
         r = h.req("POST", "/stacks", json=body)
         if r.status_code == 201:
@@ -375,8 +385,8 @@ def scale(h, a):
     before = members(res, a.aspect)
     names = [m["member"] for m in before]
     cur, want = len(before), a.n
-    if want < 0 or want > 16:
-        die("N must be 0..16, got %d" % want)
+    if want < 0 or want > MAX_WORKERS:
+        die("N must be 0..%d, got %d" % (MAX_WORKERS, want))
     for v in a.victim:
         if v not in names:
             die("--victim %s is not a member of %s (members: %s)" % (v, a.aspect, ", ".join(names) or "none"))
@@ -392,7 +402,8 @@ def scale(h, a):
         die("stack %s has no parameter nfv.VDU.%s.desired_capacity (made by an older stack-create?)"
             % (name, VDU_OF[a.aspect]))
     t0 = time.time()
-    end = t0 + SCALE_TIMEOUT
+    timeout = SCALE_TIMEOUT or max(300, 10 * max(cur, want))
+    end = t0 + timeout
     log("%s/%s: %s has %d member(s), want %d%s" % (name, sid, a.aspect, cur, want,
         (", victims " + " ".join(a.victim)) if a.victim else ""))
     # stack.json (the bed's view) says "scaling" until this is done: if it fails
@@ -424,7 +435,7 @@ def scale(h, a):
         die("PATCH stack %s (desired_capacity %d): HTTP %d %s" % (name, want, r.status_code, r.text[:300]))
     while True:
         if time.time() > end:
-            die("stack %s: no UPDATE_COMPLETE within %d s (HEAT_SCALE_TIMEOUT)" % (name, SCALE_TIMEOUT))
+            die("stack %s: no UPDATE_COMPLETE within %d s (HEAT_SCALE_TIMEOUT)" % (name, timeout))
         time.sleep(0.5)
         cur_st = h.stack("%s/%s" % (name, sid))
         s_ = cur_st["stack_status"]

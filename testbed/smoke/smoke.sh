@@ -58,6 +58,11 @@ EXPORT=/srv/bed-smoke/nfs
 EXPORT_ID=9977
 TAG=smoke-$$-$(date +%s)
 
+# logins from this machine run at most SMOKE_PARALLEL (8) at a time: at WORKERS=64,
+# 132 password logins at once (about 0.4 CPU-s each here) would all queue on 2 cores
+PAR=${SMOKE_PARALLEL:-8}
+throttle() { while [ "$(jobs -rp | wc -l)" -ge "$PAR" ]; do wait -n || true; done; }
+
 passed=0 failed=0
 ok()   { passed=$((passed + 1)); printf 'PASS %s\n' "$*"; }
 bad()  { failed=$((failed + 1)); printf 'FAIL %s\n' "$*"; }
@@ -90,6 +95,7 @@ for h in "${ALL[@]}"; do
   addrs=("$(ip_of "$h")"); [[ $h == worker-* ]] && addrs+=("$(fip_of "$h")")
   for a in "${addrs[@]}"; do
     n=$((n + 1))
+    throttle
     if out=$(bssh "$a" 'hostname; sudo -n id -u' 2>&1) && [ "$out" = "$h"$'\n'0 ]; then
       echo "PASS ssh $USER_@$a: host key verified, hostname $h, passwordless sudo"
     else
@@ -197,10 +203,11 @@ if out=$(printf '%s\n' "$ganesha_conf" | bssh $STORAGE "set -e
 else
   bad "storage: nfs-ganesha export: $out"
 fi
-# every worker writes at once; storage reads them all back over one ssh (sshd's
-# MaxStartups would drop many simultaneous logins to one host)
+# the workers write, SMOKE_PARALLEL at a time; storage reads them all back over
+# one ssh (sshd's MaxStartups would drop many simultaneous logins to one host)
 for h in "${WORKERS[@]}"; do
   f=$TAG-$h.txt
+  throttle
   bssh "$(fip_of "$h")" "set -e; echo '$TAG from $h' > /tmp/$f; nfs-cp /tmp/$f nfs://$STORAGE$EXPORT/$f; rm -f /tmp/$f" > "$RES/$h.out" 2>&1 &
 done
 wait

@@ -18,7 +18,7 @@
 #    ($HEATSIBLE_POOLS, re-read at each allocation so the bed can change it
 #    without restarting heat-all):
 #      {"networks": {"net_master": ["10.231.0.12"],
-#                    "net_worker": ["10.231.0.20-10.231.0.35"],
+#                    "net_worker": ["10.231.0.20-10.231.0.83"],
 #                    "net_storage": ["10.231.0.11"]},
 #       "floating": {"10.231.0.0/24": "10.231.1.0/24"}}
 #    pools.d/*.json beside the pools file are merged in.
