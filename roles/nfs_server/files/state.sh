@@ -8,13 +8,15 @@
 #                 applied it yet (tasks/converge.yml)
 #   NO_NFSD_FILE  says this host's kernel has no nfsd (the test bed)
 #   UNIT          systemd units to report (the two NFS servers)
-#   FILE          files the role manages: SHA-1, owner, group and mode
+#   FILE          files the role manages: SHA-1, owner, group, mode and
+#                 whether their directory exists
 #   PKG           packages: dpkg's status
 #
 # Output:
 #   {"os": {"id", "version_id"}, "pending": "<content>"|null, "no_nfsd": "<content>"|null,
 #    "units": {"<unit>": {"load", "active", "file"}},
-#    "files": {"<file>": {"sha1", "owner", "group", "mode"} | {"sha1": null, "dir": <its directory exists>}},
+#    "sha1sum": "<sha1sum's output for the files that exist>",
+#    "stat": "<OWNER GROUP MODE PATH lines for them>", "dirs": "<the existing directories>",
 #    "defaults": "<the RPCMOUNTDOPTS/STATDOPTS lines of /etc/default/nfs-*>",
 #    "pkgs": {"<pkg>": "<dpkg status>"}}
 set -u
@@ -66,24 +68,19 @@ systemctl show -p Id,LoadState,ActiveState,UnitFileState $units 2>/dev/null | {
   done
   flush
 }
-printf '},\n "files": {'
+# Every managed file at once: sha1sum and stat of those that exist, and
+# whether each one's directory exists (a builtin test).
 [ "${1-}" != --files ] || shift
-sep=""
+files="" dirs=""
 while [ $# -gt 0 ] && [ "$1" != --pkgs ]; do
-  if [ -f "$1" ]; then
-    sum=$(sha1sum < "$1") st=$(stat -c '%U %G %a' "$1")
-
-    printf '%s\n  %s: {"sha1": "%s", "owner": "%s", "group": "%s", "mode": "%s"}' "$sep" "$(j "$1")" \
-      "${sum%% *}" "${st%% *}" "$(printf '%s' "$st" | cut -d' ' -f2)" "${st##* }"
-  else
-    d=false
-    if [ -d "${1%/*}" ]; then d=true; fi
-    printf '%s\n  %s: {"sha1": null, "dir": %s}' "$sep" "$(j "$1")" "$d"
-  fi
-  sep=","
+  if [ -f "$1" ]; then files="$files $1"; fi
+  if [ -d "${1%/*}" ]; then dirs="$dirs ${1%/*}"; fi
   shift
 done
-printf '},\n "defaults": '
+# shellcheck disable=SC2086 # paths without blanks (nfs_server_param_problems), split on purpose
+printf '},\n "sha1sum": %s,\n "stat": %s,\n "dirs": %s' \
+  "$(j "$( [ -z "$files" ] || sha1sum $files)")" "$(j "$( [ -z "$files" ] || stat -c '%U %G %a %n' $files)")" "$(j "$dirs")"
+printf ',\n "defaults": '
 j "$(grep -hE '^(RPCMOUNTDOPTS|STATDOPTS)=' /etc/default/nfs-kernel-server /etc/default/nfs-common 2>/dev/null)"
 printf ',\n "pkgs": {'
 [ "${1-}" != --pkgs ] || shift

@@ -77,6 +77,33 @@ def nfs_server_kernel_options(client, mount_to):
     return opts
 
 
+def nfs_server_unit_dropin(mount_points):
+    """The drop-in both NFS server units get (tasks/converge.yml): they
+    start only once the volumes that hold exports are mounted."""
+    out = ['# Managed by heatsible (role nfs_server). The exports live on these volume',
+           '# mount points: the NFS server starts only once they are mounted (with',
+           "# fstab's nofail, a boot without a volume would otherwise serve the empty",
+           '# directory on the root disk).',
+           '[Unit]']
+    if mount_points:
+        out += ['RequiresMountsFor=' + ' '.join(mount_points), '',
+                '[Service]',
+                '# RequiresMountsFor= only pulls in mount units systemd knows from fstab;',
+                '# this refuses to start on the bare directory in any case.']
+        out += ['ExecStartPre=/bin/mountpoint -q ' + m for m in mount_points]
+    return '\n'.join(out) + '\n'
+
+
+def nfs_server_nfs_conf(ports):
+    """/etc/nfs.conf.d/heatsible.conf: NFSv3's side services on fixed ports."""
+    return '\n'.join([
+        '# Managed by heatsible (role nfs_server): NFSv3\'s side services on fixed',
+        '# ports, so that security groups can let them through (README.md).',
+        '[mountd]', 'port = %s' % ports['mountd'], '',
+        '[statd]', 'port = %s' % ports['statd'], 'outgoing-port = %s' % ports['statd_outgoing'], '',
+        '[lockd]', 'port = %s' % ports['lockd'], 'udp-port = %s' % ports['lockd'], ''])
+
+
 def nfs_server_param_problems(impl, bind_address, verify, exports, table, unknown_ganesha_options,
                               ignored_ganesha_options, mount_points):
     out = []
@@ -127,14 +154,16 @@ def nfs_server_state(stdout, settings):
     unit = units.get(settings['unit'], {})
     pkgs = st.get('pkgs', {})
     missing = [p for p in settings['packages'] if pkgs.get(p) != 'installed']
+    files = _files(st)
+    dirs = set(st.get('dirs', '').split())
     stale, nodir = [], []
     for path, sha1 in sorted(settings['files'].items()):
-        f = st.get('files', {}).get(path) or {'sha1': None, 'dir': False}
-        if f.get('sha1') is None:
+        f = files.get(path)
+        if f is None:
             stale.append(path)
-            if not f.get('dir'):
+            if path.rsplit('/', 1)[0] not in dirs:
                 nodir.append(path)
-        elif (f['sha1'], f.get('owner'), f.get('group'), f.get('mode')) != (sha1, 'root', 'root', '644'):
+        elif f != (sha1, 'root', 'root', '644'):
             stale.append(path)
     want_defaults = settings.get('defaults_want') or ''
     have = st.get('defaults', '')
@@ -165,6 +194,22 @@ def nfs_server_state(stdout, settings):
     }
     out['todo'] = bool(missing or stale or defaults_stale or other_busy or out['pending']
                        or (serve and not ready))
+    return out
+
+
+def _files(st):
+    """{path: (sha1, owner, group, mode)} from the probe's sha1sum and stat
+    outputs (paths without blanks)."""
+    sums = {}
+    for line in st.get('sha1sum', '').split('\n'):
+        f = line.split()
+        if len(f) == 2:
+            sums[f[1]] = f[0]
+    out = {}
+    for line in st.get('stat', '').split('\n'):
+        f = line.split()
+        if len(f) == 4 and f[3] in sums:
+            out[f[3]] = (sums[f[3]], f[0], f[1], f[2])
     return out
 
 
@@ -269,7 +314,8 @@ def nfs_server_verify(stdout, table, settings):
     no_nfsd), no_nfsd (its reason), ports ({mountd, statd, lockd} or {}),
     hint (what to check).
 
-    Returns {problems: [...], summary: "..."}."""
+    Returns {problems: [...], summary: "..."}: each problem completes
+    "the NFS server (IMPL) on HOST ..." (tasks/verify.yml)."""
     r = json.loads(stdout)
     impl, addr = settings['impl'], settings['bind_address']
     names = r.get('names', {})
@@ -291,8 +337,7 @@ def nfs_server_verify(stdout, table, settings):
         summary = ('; '.join('%s for %s' % (t['dir'], ', '.join(c['to'] for c in t['clients'])) for t in table)
                    + ': ' + (', '.join(verified) or 'not verified')
                    + '. NOT VERIFIED over NFS: this host cannot serve NFS (%s)' % (settings.get('no_nfsd') or '').strip())
-        return {'problems': ['the NFS server (%s) on this host %s' % (impl, '; '.join(problems))] if problems else [],
-                'summary': summary}
+        return {'problems': problems, 'summary': summary}
 
     port = r.get('port', {})
     if not port.get('open'):
@@ -348,9 +393,7 @@ def nfs_server_verify(stdout, table, settings):
                 verified.append('read over NFSv%s (nfs-ls)' % '/v'.join(str(v) for v in settings['versions']))
     summary = '; '.join('%s for %s' % (t['dir'], ', '.join(c['to'] for c in t['clients'])) for t in table) \
         + ': served by %s (%s): %s' % (addr, impl, ', '.join(verified))
-    if problems:
-        return {'problems': ['the NFS server (%s) %s' % (impl, '; '.join(problems))], 'summary': summary}
-    return {'problems': [], 'summary': summary}
+    return {'problems': problems, 'summary': summary}
 
 
 def nfs_server_verify_names(table):
@@ -371,6 +414,8 @@ class FilterModule(object):
     def filters(self):
         return {
             'nfs_server_table': nfs_server_table,
+            'nfs_server_unit_dropin': nfs_server_unit_dropin,
+            'nfs_server_nfs_conf': nfs_server_nfs_conf,
             'nfs_server_kernel_options': nfs_server_kernel_options,
             'nfs_server_param_problems': nfs_server_param_problems,
             'nfs_server_state': nfs_server_state,

@@ -89,6 +89,20 @@ class Table(unittest.TestCase):
                          ['rw', 'mp=/other'])
 
 
+class Files(unittest.TestCase):
+    def test_dropin(self):
+        d = ns.nfs_server_unit_dropin(['/volume', '/volume2'])
+        self.assertIn('\n[Unit]\nRequiresMountsFor=/volume /volume2\n', d)
+        self.assertIn('\nExecStartPre=/bin/mountpoint -q /volume\nExecStartPre=/bin/mountpoint -q /volume2\n', d)
+        self.assertNotIn('ExecStartPre', ns.nfs_server_unit_dropin([]))
+
+    def test_nfs_conf(self):
+        c = ns.nfs_server_nfs_conf({'mountd': 20048, 'statd': 32765, 'statd_outgoing': 32766, 'lockd': 32768})
+        self.assertIn('[mountd]\nport = 20048\n', c)
+        self.assertIn('[statd]\nport = 32765\noutgoing-port = 32766\n', c)
+        self.assertIn('[lockd]\nport = 32768\nudp-port = 32768\n', c)
+
+
 class Params(unittest.TestCase):
     def test_mount_point_for_systemd(self):
         p = ns.nfs_server_param_problems('kernel', '10.0.0.1', True, [], [], [], [], ['/volume 2', '/ok'])
@@ -158,7 +172,7 @@ class VerifyKernel(unittest.TestCase):
     def test_missing_export(self):
         t = table([{'dir': '/volume/nfs/missing', 'to': '10.231.0.0/24'}])
         v = ns.nfs_server_verify(verify_doc(exportfs=rec('exportfs-v.txt')), t, settings(serve=False, no_nfsd='bed'))
-        self.assertEqual(len(v['problems']), 1)
+        self.assertEqual(len(v['problems']), 2)  # the network and the server's own address
         self.assertIn('has no /volume/nfs/missing for 10.231.0.0/24 in exportfs -v', v['problems'][0])
 
     def test_mp_present(self):
@@ -189,17 +203,17 @@ class VerifyServing(unittest.TestCase):
 
     def test_port_closed(self):
         v = ns.nfs_server_verify(verify_doc(port={'open': False, 'seconds': 30}), self.t(), settings(impl='ganesha'))
-        self.assertEqual(v['problems'], ['the NFS server (ganesha) does not answer on 10.231.0.11:2049 after 30 s'])
+        self.assertEqual(v['problems'], ['does not answer on 10.231.0.11:2049 after 30 s'])
 
     def test_unpinned_ports(self):
         ports = {'mountd': 20048, 'lockd': 32768, 'statd': 32765, 'statd_outgoing': 32766}
         v = ns.nfs_server_verify(verify_doc(showmount={'ok': True, 'error': '', 'text': rec('showmount-ganesha.txt')},
                                             rpcinfo=rec('rpcinfo-ganesha.txt'), nfsls=self.ok_nfsls()),
                                  self.t(), settings(impl='ganesha', ports=ports))
-        self.assertEqual(len(v['problems']), 1)
+        self.assertEqual(len(v['problems']), 3)
         for w in ['has mountd on TCP port(s) ', 'not the pinned 20048', 'nlockmgr', 'status (rpc.statd)',
                   'NFSv3 clients behind the security group cannot reach it']:
-            self.assertIn(w, v['problems'][0])
+            self.assertIn(w, ' '.join(v['problems']))
 
     def test_nfs_ls_absent(self):
         v = ns.nfs_server_verify(verify_doc(showmount={'ok': True, 'error': '', 'text': rec('showmount-ganesha.txt')},
@@ -246,7 +260,8 @@ class State(unittest.TestCase):
         doc = {'os': {'id': 'debian', 'version_id': '12'}, 'pending': None, 'no_nfsd': None,
                'units': {'nfs-server.service': {'load': 'loaded', 'active': 'inactive', 'file': 'disabled'},
                          'nfs-ganesha.service': {'load': 'loaded', 'active': 'active', 'file': 'enabled'}},
-               'files': {'/etc/ganesha/ganesha.conf': {'sha1': 'aaa', 'owner': 'root', 'group': 'root', 'mode': '644'}},
+               'sha1sum': 'aaa  /etc/ganesha/ganesha.conf', 'stat': 'root root 644 /etc/ganesha/ganesha.conf',
+               'dirs': ' /etc/ganesha /etc/systemd/system',
                'defaults': '', 'pkgs': {'nfs-ganesha': 'installed'}}
         doc.update(kw)
         return json.dumps(doc)
@@ -267,8 +282,12 @@ class State(unittest.TestCase):
         self.assertTrue(p['todo'])
 
     def test_stale_file_and_mode(self):
-        p = ns.nfs_server_state(self.state(), self.s(files={'/etc/ganesha/ganesha.conf': 'bbb', '/etc/x.conf': 'c'}))
-        self.assertEqual(p['stale'], ['/etc/ganesha/ganesha.conf', '/etc/x.conf'])
+        p = ns.nfs_server_state(self.state(), self.s(files={'/etc/ganesha/ganesha.conf': 'bbb', '/etc/x.conf': 'c',
+                                                           '/etc/nfs.conf.d/heatsible.conf': 'd'}))
+        self.assertEqual(p['stale'], ['/etc/ganesha/ganesha.conf', '/etc/nfs.conf.d/heatsible.conf', '/etc/x.conf'])
+        self.assertEqual(p['nodir'], ['/etc/nfs.conf.d/heatsible.conf', '/etc/x.conf'])
+        p = ns.nfs_server_state(self.state(stat='root root 600 /etc/ganesha/ganesha.conf'), self.s())
+        self.assertEqual(p['stale'], ['/etc/ganesha/ganesha.conf'])
 
     def test_kernel_without_nfsd(self):
         units = {'nfs-server.service': {'load': 'loaded', 'active': 'inactive', 'file': 'disabled'},
