@@ -20,7 +20,9 @@ import (
 //   - a block copy of the bed's volume (same file-system UUID): refused,
 //     nothing mounted twice;
 //   - another device already mounted on the volume's mount_to: refused,
-//     the volume not formatted, the other device still mounted.
+//     the volume not formatted, the other device still mounted;
+//   - a blank volume known by its virtio-scsi name only (Heat's device name
+//     wrong): formatted and mounted.
 func TestVolumeIdentity(t *testing.T) {
 	b := needBed(t)
 	b.keepState(t)
@@ -81,6 +83,26 @@ func TestVolumeIdentity(t *testing.T) {
 		}
 		if _, err := b.try("storage", "findmnt", "--mountpoint", mount); err != nil {
 			t.Errorf("%s is not mounted again", mount)
+		}
+	})
+
+	t.Run("blank volume known by its SCSI name", func(t *testing.T) {
+		// virtio-scsi: udev names the disk after VPD page 0x83, where QEMU
+		// puts the serial (the volume id) cut to 20 characters.
+		const mount = "/scratch-scsi"
+		dev := b.scratchDeviceNamed(t, "/dev/hs-scsi", 64)
+		b.cleanMount(t, mount)
+		id := fmt.Sprintf("5c51d15c-0000-4000-8000-%012d", nonce)
+		link := "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_" + id[:20]
+		b.exec(t, "storage", "sh", "-c", `mkdir -p /dev/disk/by-id && ln -sfn ../../hs-scsi "$1"`, "sh", link)
+		t.Cleanup(func() { b.try("storage", "rm", "-f", link) })
+		code, _, errs, took := b.heatsible(t, b.withVolume(t, id, "/dev/vdz", mount, nil)...)
+		t.Logf("SCSI name only (Heat says /dev/vdz, which does not exist): exit %d in %s", code, took.Round(time.Millisecond))
+		if code != 0 {
+			t.Fatalf("exit %d\n%s", code, tail(errs, 30))
+		}
+		if got := strings.TrimSpace(b.exec(t, "storage", "findmnt", "-n", "-o", "SOURCE,FSTYPE", "--mountpoint", mount)); !strings.HasSuffix(got, " ext4") {
+			t.Errorf("%s: %q mounted, want the new ext4 on %s", mount, got, dev)
 		}
 	})
 
