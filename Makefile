@@ -5,7 +5,7 @@ GOFLAGS  ?=
 export GOTOOLCHAIN := local
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps unit test e2e lint demo clean bench-agent bench bench-plot
+.PHONY: help build deps unit role-tests test e2e lint demo clean bench-agent bench bench-plot
 
 help:
 	@echo "make build          build $(BIN)"
@@ -25,8 +25,14 @@ deps:
 	scripts/deps.sh
 
 # Unit tests: no test bed. Tests that need one skip with the reason.
-unit:
+unit: role-tests
 	$(GO) test ./...
+
+# The roles' filter plugins (Python, run on the controller), on recorded
+# outputs of the real tools. No __pycache__: go:embed would ship it.
+role-tests:
+	@for d in roles/*/tests; do [ -d "$$d" ] || continue; \
+	  PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s "$$d" || exit 1; done
 
 # Everything, on a fresh machine too: the README's test command and what CI runs.
 test: deps build

@@ -27,6 +27,9 @@ phase "go tests: every package but the end-to-end tests (internal/heat's real-He
 mapfile -t unit < <(go list ./... | grep -v '/internal/e2e$')
 go test -p 2 -count=1 -timeout 30m "${unit[@]}"
 
+phase "the roles' filter plugins (Python unit tests on recorded outputs of the real tools)"
+make --no-print-directory role-tests
+
 phase "go end-to-end tests on the bed"
 # -v: each scenario logs its exit code, wall time and recap, so the CI log
 # is the record of what ran on the bed.

@@ -127,16 +127,49 @@ func TestDataSurvives(t *testing.T) {
 	}
 }
 
+// byIDLink makes /dev/disk/by-id/virtio-<id[:20]> point at dev on the
+// storage host, as udev does for a virtio disk whose serial is the volume
+// id; the test's cleanup removes it.
+func (b *bed) byIDLink(t *testing.T, id, dev string) string {
+	t.Helper()
+	link := "/dev/disk/by-id/virtio-" + id[:20]
+	b.exec(t, "storage", "sh", "-c", `mkdir -p /dev/disk/by-id && ln -sfn "../../${2#/dev/}" "$1"`, "sh", link, dev)
+	t.Cleanup(func() { b.try("storage", "rm", "-f", link) })
+	return link
+}
+
+// keepState puts heatsible's record of the volumes on the storage host
+// (roles/cinder_volume, /var/lib/heatsible/volumes.json) back as it was
+// when the test ends: the scratch volumes of a test must not stay in it.
+func (b *bed) keepState(t *testing.T) {
+	t.Helper()
+	const f = "/var/lib/heatsible/volumes.json"
+	before, err := b.try("storage", "cat", f)
+	t.Cleanup(func() {
+		if err != nil {
+			b.try("storage", "rm", "-f", f)
+			return
+		}
+		b.try("storage", "sh", "-c", `printf '%s' "$1" > "$2"`, "sh", before, f)
+	})
+}
+
 // scratchDevice makes a 64 MiB loop device on this machine and shows it
 // on the storage host as /dev/hs-foreign (as the bed does with its
 // volumes); the test's cleanup removes both.
 func (b *bed) scratchDevice(t *testing.T) string {
 	t.Helper()
-	img := filepath.Join(t.TempDir(), "foreign.img")
+	return b.scratchDeviceNamed(t, "/dev/hs-foreign", 64)
+}
+
+// scratchDeviceNamed is scratchDevice with another node name and size.
+func (b *bed) scratchDeviceNamed(t *testing.T, dev string, mb int64) string {
+	t.Helper()
+	img := filepath.Join(t.TempDir(), "scratch.img")
 	if err := os.WriteFile(img, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(img, 64<<20); err != nil {
+	if err := os.Truncate(img, mb<<20); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
@@ -151,10 +184,50 @@ func (b *bed) scratchDevice(t *testing.T) string {
 	} else if _, err := fmt.Sscanf(string(out), "%x %x", &st.maj, &st.min); err != nil {
 		t.Fatal(err)
 	}
-	const dev = "/dev/hs-foreign"
 	b.exec(t, "storage", "sh", "-c", fmt.Sprintf("rm -f %s && mknod -m 660 %s b %d %d && chgrp disk %s", dev, dev, st.maj, st.min, dev))
 	t.Cleanup(func() { b.try("storage", "rm", "-f", dev) })
 	return dev
+}
+
+// withVolume returns the arguments of an instantiate-end run of the
+// cinder_volume role whose topology and request are the bed's plus one
+// volume: id, Heat device name dev, mounted at mount; edit may change the
+// request's storage_server further.
+func (b *bed) withVolume(t *testing.T, id, dev, mount string, edit func(ss map[string]any)) []string {
+	t.Helper()
+	topo, err := topology.Load(filepath.Join(b.dir, "topology.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := "scratch_volume_" + id[:8]
+	topo.Volumes = append(topo.Volumes, topology.Volume{Resource: res, ID: id, Device: dev})
+	topoFile := filepath.Join(t.TempDir(), "topology.yaml")
+	if err := topo.Save(topoFile); err != nil {
+		t.Fatal(err)
+	}
+	req := b.requestDoc(t)
+	ss := req["additionalParams"].(map[string]any)["k8s_cluster_installation_param"].(map[string]any)["storage_server"].(map[string]any)
+	ss["cinder_volume_setup_params"] = append(ss["cinder_volume_setup_params"].([]any), map[string]any{"volume_resource_id": res, "mount_to": mount})
+	if edit != nil {
+		edit(ss)
+	}
+	args := b.runArgs("--tags", "cinder_volume")
+	args = setFlag(args, "--request", writeRequest(t, req))
+	return setFlag(dropFlag(args, "--stack"), "--topology", topoFile)
+}
+
+// cleanMount unmounts mount on the storage host at the test's end,
+// removes the directory and its fstab line, and checks that /etc/fstab is
+// as it was.
+func (b *bed) cleanMount(t *testing.T, mount string) {
+	t.Helper()
+	fstab := b.exec(t, "storage", "cat", "/etc/fstab")
+	t.Cleanup(func() {
+		b.try("storage", "sh", "-c", `while findmnt --mountpoint "$1" >/dev/null; do umount "$1" || break; done; rmdir "$1"; sed -i "\#[[:space:]]$1[[:space:]]#d" /etc/fstab`, "sh", mount)
+		if got, _ := b.try("storage", "cat", "/etc/fstab"); got != fstab {
+			t.Errorf("/etc/fstab not restored:\n%s", got)
+		}
+	})
 }
 
 // TestForeignFilesystemNeverFormatted: a volume whose device already holds
@@ -180,6 +253,12 @@ func TestForeignFilesystemNeverFormatted(t *testing.T) {
 		t.Fatal(err)
 	}
 	volID := fmt.Sprintf("f0e1d2c3-0000-4000-8000-%012d", time.Now().Unix())
+	// The volume's by-id name, as udev makes it from the disk serial Nova
+	// sets: a disk known only by its device name is never formatted nor
+	// mounted without a record (TestVolumeIdentity), which is not what
+	// this test is about.
+	b.byIDLink(t, volID, dev)
+	b.keepState(t)
 	topo.Volumes = append(topo.Volumes, topology.Volume{Resource: "scratch_volume", ID: volID, Device: dev})
 	topoFile := filepath.Join(t.TempDir(), "topology.yaml")
 	if err := topo.Save(topoFile); err != nil {
@@ -205,7 +284,7 @@ func TestForeignFilesystemNeverFormatted(t *testing.T) {
 	}{
 		{
 			name: "swap", make: `mkswap -L foreign "$1" >/dev/null`, code: 6,
-			want: []string{dev + " (volume " + volID + `) holds "swap"`, "heatsible never formats over an existing signature", "wipefs -n " + dev},
+			want: []string{"(" + dev + ", volume " + volID + `) holds "swap"`, "heatsible never formats over an existing signature", "wipefs -n " + dev},
 		},
 		{
 			name: "partition table", code: 6,
@@ -214,7 +293,7 @@ func TestForeignFilesystemNeverFormatted(t *testing.T) {
 with open(sys.argv[1], "r+b") as f:
     f.seek(446); f.write(struct.pack("<B3sB3sII", 0, b"\0\0\0", 0x83, b"\0\0\0", 2048, 65536))
     f.seek(510); f.write(b"\x55\xaa")' "$1"`,
-			want: []string{dev + " (volume " + volID + ") holds a signature that is not a file system (a partition table?)"},
+			want: []string{"(" + dev + ", volume " + volID + ") holds a signature that is not a file system (a partition table?)"},
 		},
 		{
 			name: "ext4 with a label and data", code: 0, mounted: true,

@@ -630,12 +630,17 @@ func joinName(base, suffix string) string {
 	return topology.SanitizeName(base + "-" + suffix)
 }
 
-// volume reads a volume's id and device. The device comes from the
+// volume reads a volume's id and device. The device comes from the volume's
 // attachment to the storage server, in whichever shape Heat gives it:
 // "attachments" as Cinder's list (resource show of a current Heat),
 // "attachments" as a string (str() of that list, older Heats and
-// get_attr), or "attachments_list". When the listing has none of them, one
-// GET with ?with_attr=attachments_list asks for it.
+// get_attr), or "attachments_list". When the listing has no attachment to
+// the storage server, one GET with ?with_attr=attachments_list asks for it.
+//
+// Only the storage server's own attachment counts: a multi-attach volume
+// (or one being moved) is also attached to other servers, whose device
+// names say nothing about the storage server's. None at all is an error:
+// the volume is not where the request says it is.
 func volume(ctx context.Context, client *gophercloud.ServiceClient, ix *index, st *stacks.RetrievedStack, name string, storage *resource) (topology.Volume, error) {
 	r := ix.find(st.ID, name)
 	if r == nil {
@@ -651,15 +656,14 @@ func volume(ctx context.Context, client *gophercloud.ServiceClient, ix *index, s
 	if id == "" {
 		return topology.Volume{}, fmt.Errorf("volume %q has no id (status %s)", name, r.Status)
 	}
-	serverID := ""
-	if storage != nil {
-		serverID = storage.PhysicalID
+	if storage == nil || storage.PhysicalID == "" {
+		return topology.Volume{}, fmt.Errorf("volume %q (Cinder volume %s): the request names no storage server to find its attachment on", name, id)
 	}
-	dev, err := deviceOf(r, serverID)
+	att, err := attachmentOf(r, storage.PhysicalID)
 	if err != nil {
 		return topology.Volume{}, fmt.Errorf("volume %q: %w", name, err)
 	}
-	if dev == "" {
+	if !att.found {
 		// One more request per volume, never per node.
 		var body struct {
 			Resource *resource `json:"resource"`
@@ -669,21 +673,43 @@ func volume(ctx context.Context, client *gophercloud.ServiceClient, ix *index, s
 			return topology.Volume{}, fmt.Errorf("volume %q: getting its attachments: %w", name, err)
 		}
 		if body.Resource != nil {
-			if dev, err = deviceOf(body.Resource, serverID); err != nil {
+			more, err := attachmentOf(body.Resource, storage.PhysicalID)
+			if err != nil {
 				return topology.Volume{}, fmt.Errorf("volume %q: %w", name, err)
 			}
+			more.others = append(att.others, more.others...)
+			att = more
 		}
 	}
-	return topology.Volume{Resource: name, ID: id, Device: dev}, nil
+	if !att.found {
+		others := "it has no attachment at all"
+		if len(att.others) > 0 {
+			sort.Strings(att.others)
+			others = "it is attached only to other servers (" + strings.Join(uniq(att.others), ", ") + ")"
+		}
+		return topology.Volume{}, fmt.Errorf("volume %q (Cinder volume %s) is not attached to the storage server %s (Nova server %s): %s; attach it to the storage server, or correct volume_resource_id",
+			name, id, serverName(storage), storage.PhysicalID, others)
+	}
+	return topology.Volume{Resource: name, ID: id, Device: att.device}, nil
 }
 
-// deviceOf returns the device of r's attachment to serverID (or its first
-// attachment when serverID is unknown or none matches), "" if it has none.
-func deviceOf(r *resource, serverID string) (string, error) {
+// attachment is what attachmentOf found: the storage server's attachment
+// (found, with its device, which may be empty) and the ids of the other
+// servers the volume is attached to.
+type attachment struct {
+	found  bool
+	device string
+	others []string
+}
+
+// attachmentOf looks for r's attachment to serverID, in every attribute
+// shape Heat uses.
+func attachmentOf(r *resource, serverID string) (attachment, error) {
+	var out attachment
 	for _, key := range []string{"attachments_list", "attachments"} {
 		v, err := r.attr(key)
 		if err != nil {
-			return "", err
+			return out, err
 		}
 		if s, ok := v.(string); ok {
 			s = strings.TrimSpace(s)
@@ -691,29 +717,35 @@ func deviceOf(r *resource, serverID string) (string, error) {
 				continue
 			}
 			if v, err = parsePyLiteral(s); err != nil {
-				return "", fmt.Errorf("%s: cannot read %q: %w", key, truncate(s, 80), err)
+				return out, fmt.Errorf("%s: cannot read %q: %w", key, truncate(s, 80), err)
 			}
 		}
 		list, _ := v.([]any)
-		first := ""
 		for _, e := range list {
 			m, _ := e.(map[string]any)
-			dev, _ := m["device"].(string)
-			if dev == "" {
+			sid, _ := m["server_id"].(string)
+			if sid == "" {
 				continue
 			}
-			if sid, _ := m["server_id"].(string); serverID != "" && sid == serverID {
-				return dev, nil
+			if sid != serverID {
+				out.others = append(out.others, sid)
+				continue
 			}
-			if first == "" {
-				first = dev
-			}
-		}
-		if first != "" {
-			return first, nil
+			dev, _ := m["device"].(string)
+			return attachment{found: true, device: dev}, nil
 		}
 	}
-	return "", nil
+	return out, nil
+}
+
+func uniq(s []string) []string {
+	var out []string
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func truncate(s string, n int) string {

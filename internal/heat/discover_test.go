@@ -383,3 +383,101 @@ func BenchmarkDiscover(b *testing.B) {
 		})
 	}
 }
+
+// Only the storage server's own attachment gives the device: a volume
+// attached to another server (multi-attach, a move in progress, a wrong
+// volume_resource_id) must not lend that server's device name, which says
+// nothing about the storage server's disks.
+func TestDiscoverVolumeAttachment(t *testing.T) {
+	const other = "0b7e3c55-1d4f-4a52-9a3e-000000000042"
+	// otherAttachment is the recorded attachment moved to another server.
+	otherAttachment := func(list []any, dev string) []any {
+		a := deepCopy(list[0]).(map[string]any)
+		a["server_id"], a["device"], a["attachment_id"] = other, dev, "5f2d6f0e-0000-4000-8000-000000000001"
+		return []any{a}
+	}
+	for _, tc := range []struct {
+		name     string
+		edit     func(f *fixture, vol map[string]any)
+		device   string   // want this device, or
+		err      []string // want an error with all of these
+		requests int
+	}{
+		{
+			name: "another server's attachment first, then the storage server's",
+			edit: func(f *fixture, vol map[string]any) {
+				a := attrs(vol)
+				list := a["attachments"].([]any)
+				a["attachments"] = append(otherAttachment(list, "/dev/vdc"), list...)
+			},
+			device: "/dev/vdb", requests: 3,
+		},
+		{
+			name: "listing: only another server's; the GET: the storage server's",
+			edit: func(f *fixture, vol map[string]any) {
+				a := attrs(vol)
+				a["attachments"] = otherAttachment(a["attachments"].([]any), "/dev/vdc")
+			},
+			device: "/dev/vdb", requests: 4,
+		},
+		{
+			name: "attached only to another server",
+			edit: func(f *fixture, vol map[string]any) {
+				a := attrs(vol)
+				a["attachments"] = otherAttachment(a["attachments"].([]any), "/dev/vdc")
+				g := attrs(f.volumeGet)
+				g["attachments"] = otherAttachment(g["attachments"].([]any), "/dev/vdc")
+				g["attachments_list"] = g["attachments"]
+			},
+			err: []string{`volume "storage_server_volume" (Cinder volume a62df5ac-0258-4af7-bff5-a1c8431821e9) is not attached to the storage server storage-server (Nova server 9754ee5b-a543-4ae3-87c5-47741be3f455)`,
+				"attached only to other servers (" + other + ")"},
+			requests: 4,
+		},
+		{
+			name: "attached nowhere",
+			edit: func(f *fixture, vol map[string]any) {
+				attrs(vol)["attachments"] = []any{}
+				g := attrs(f.volumeGet)
+				g["attachments"], g["attachments_list"] = []any{}, "[]"
+			},
+			err:      []string{`volume "storage_server_volume"`, "is not attached to the storage server", "it has no attachment at all"},
+			requests: 4,
+		},
+		{
+			name: "repr string of another server's attachment only",
+			edit: func(f *fixture, vol map[string]any) {
+				attrs(vol)["attachments"] = fmt.Sprintf("[{u'device': u'/dev/vdc', u'server_id': u'%s', u'volume_id': u'%s'}]", other, vol["physical_resource_id"])
+				g := attrs(f.volumeGet)
+				g["attachments"], g["attachments_list"] = []any{}, []any{}
+			},
+			err:      []string{"is not attached to the storage server", "attached only to other servers (" + other + ")"},
+			requests: 4,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := recorded(t)
+			tc.edit(f, f.row(t, "storage_server_volume", ""))
+			topo, n, err := discover(t, f, tacker())
+			if n != tc.requests {
+				t.Errorf("%d requests, want %d", n, tc.requests)
+			}
+			if tc.err != nil {
+				if err == nil {
+					t.Fatalf("no error; volumes %+v", topo.Volumes)
+				}
+				for _, w := range tc.err {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("err = %v\nwant it to contain %s", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if topo.Volumes[0].Device != tc.device {
+				t.Errorf("device %q, want %q", topo.Volumes[0].Device, tc.device)
+			}
+		})
+	}
+}

@@ -124,3 +124,24 @@ func TestLockRefusesSecondHolder(t *testing.T) {
 	}
 	l2.Release()
 }
+
+// storage_server.volume_identification "device_name" is the explicit opt-in
+// that lets cinder_volume trust Heat's device name; without it the role
+// variable is absent (the role's default: identify volumes by id only).
+func TestVolumeIdentificationReachesTheRole(t *testing.T) {
+	for name, want := range map[string]bool{"valid": false, "valid_volume_identification_device_name": true} {
+		req, topo := fixture(t, name)
+		f, err := Prepare(req, topo, "../../testdata/package", OpInstantiateEnd, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var all map[string]any
+		if err := yaml.Unmarshal(f.GroupVars["all"], &all); err != nil {
+			t.Fatal(err)
+		}
+		got, set := all["cinder_volume_trust_device_name"]
+		if set != want || (want && got != true) {
+			t.Errorf("%s: cinder_volume_trust_device_name = %v (set %v), want set=%v", name, got, set, want)
+		}
+	}
+}

@@ -87,7 +87,7 @@ func TestRefusalMarker(t *testing.T) {
 		{"marker in a loop", probe, probePlay, "probe_case: loop\n", fail.Refused, "probe : Refuse once per item", "", true},
 		{"cinder_volume: no device", roles.FS, cinderPlay,
 			`{"cinder_volumes": [{"id": "0123456789abcdef0123456789", "device": "/dev/hs-no-such-device", "mount_to": "/hs-no-such-mount"}], "nfs_exports": [{"dir": "/hs-no-such-mount/a"}]}` + "\n",
-			fail.Refused, "cinder_volume : Refuse volumes without a block device", "no block device found for volume '0123456789abcdef0123456789'", true},
+			fail.Refused, "cinder_volume : Refuse disks that are not provably the volume", "no block device found for volume 0123456789abcdef0123456789 ", true},
 		{"cinder_volume: bad parameter", roles.FS, cinderPlay,
 			`{"cinder_volumes": [{"id": "v1", "mount_to": "volume"}], "nfs_exports": [{"dir": "/volume/a"}]}` + "\n",
 			fail.HostFailed, "cinder_volume : Check the volume and export parameters", "it needs an absolute mount_to", false},

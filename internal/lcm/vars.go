@@ -137,6 +137,10 @@ func buildVars(req *params.Request, t *topology.Topology, pkgDir string, f *File
 			impl = "kernel"
 		}
 		all["nfs_server_impl"] = impl
+		if s.VolumeIdentification == params.VolumeByDeviceName {
+			// the platform's disks carry no serial (roles/cinder_volume)
+			all["cinder_volume_trust_device_name"] = true
+		}
 	}
 	if lb := c.ExternalLBParam; lb != nil {
 		addSecret("external_lb_password", lb.SSHPassword)

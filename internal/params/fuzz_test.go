@@ -174,7 +174,7 @@ func checkAccepted(t *testing.T, c *Cluster, pkg string) {
 				t.Fatalf("export_options %q accepted with a metacharacter", e.ExportOptions)
 			}
 		}
-		for _, f := range []string{s.Username, s.SSHCPName, s.NICCPName, s.NFSServerImpl} {
+		for _, f := range []string{s.Username, s.SSHCPName, s.NICCPName, s.NFSServerImpl, s.VolumeIdentification} {
 			noMeta("storage_server field", f)
 		}
 	}

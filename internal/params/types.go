@@ -80,7 +80,22 @@ type StorageServer struct {
 	// NFSServerImpl selects the NFS server: "kernel" (default,
 	// nfs-kernel-server) or "ganesha" (nfs-ganesha). heatsible extension.
 	NFSServerImpl string `json:"nfs_server_impl"`
+	// VolumeIdentification says how the storage server finds each Cinder
+	// volume's disk (heatsible extension): "by_id" (default) only through
+	// the names udev derives from the volume id
+	// (/dev/disk/by-id/virtio-<id[:20]>, scsi-0QEMU_QEMU_HARDDISK_<id>, ...);
+	// "device_name" also trusts the device name of Heat's attachment
+	// (/dev/vdb), for platforms whose disks carry no serial. Device names
+	// follow attach order, so with "device_name" a blank disk reachable
+	// only through that name is formatted.
+	VolumeIdentification string `json:"volume_identification"`
 }
+
+// The values of StorageServer.VolumeIdentification.
+const (
+	VolumeByID         = "by_id"
+	VolumeByDeviceName = "device_name"
+)
 
 // CinderVolume is one entry of cinder_volume_setup_params.
 type CinderVolume struct {

@@ -237,6 +237,12 @@ func validateStorage(ps *Problems, p string, s *StorageServer) {
 	default:
 		ps.add(p+".nfs_server_impl", "%q is neither \"kernel\" nor \"ganesha\"", s.NFSServerImpl)
 	}
+	switch s.VolumeIdentification {
+	case "", VolumeByID, VolumeByDeviceName:
+	default:
+		ps.add(p+".volume_identification", "%s is neither %q (the default: find each volume by its id) nor %q (platforms whose disks carry no serial: trust Heat's device name)",
+			quote(s.VolumeIdentification), VolumeByID, VolumeByDeviceName)
+	}
 	if len(s.CinderVolumeSetupParams) == 0 {
 		ps.add(p+".cinder_volume_setup_params", "is empty or missing; give at least one {volume_resource_id, mount_to}")
 	}

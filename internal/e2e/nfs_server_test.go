@@ -1,0 +1,286 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// storageArgs are the arguments of an instantiate-end run of the storage
+// server's roles (cinder_volume, nfs_server) with the bed's request edited
+// by edit (its storage_server object).
+func (b *bed) storageArgs(t *testing.T, edit func(ss map[string]any)) []string {
+	t.Helper()
+	req := b.requestDoc(t)
+	ss := req["additionalParams"].(map[string]any)["k8s_cluster_installation_param"].(map[string]any)["storage_server"].(map[string]any)
+	if edit != nil {
+		edit(ss)
+	}
+	return setFlag(b.runArgs("--tags", "cinder_volume,nfs_server"), "--request", writeRequest(t, req))
+}
+
+// restoreStorage puts the storage server back as the bed's own request
+// configures it (ganesha with the bed's exports, every volume mounted) when
+// the test ends, and checks that it serves again.
+func (b *bed) restoreStorage(t *testing.T) {
+	t.Helper()
+	k := b.request(t).AdditionalParams.K
+	t.Cleanup(func() {
+		b.try("storage", "systemctl", "unmask", "nfs-ganesha")
+		for _, v := range k.Storage.Volumes {
+			if _, err := b.try("storage", "findmnt", "--mountpoint", v.MountTo); err != nil {
+				b.try("storage", "mount", v.MountTo)
+			}
+		}
+		code, _, errs, _ := b.heatsible(t, b.runArgs("--tags", "cinder_volume,nfs_server")...)
+		if code != 0 {
+			t.Errorf("restoring the storage server with the bed's request: exit %d\n%s", code, tail(errs, 20))
+		}
+		for _, e := range k.Storage.Exports {
+			if out, err := b.try("worker-0", "nfs-ls", "nfs://10.231.0.11"+e.Dir); err != nil {
+				t.Errorf("after restoring, %s is not served: %v %s", e.Dir, err, out)
+			}
+		}
+	})
+}
+
+// recap returns the storage server's recap entry of a run's JSON result.
+func storageRecap(t *testing.T, stdout string) (changed, failed int) {
+	t.Helper()
+	r := parseRun(t, stdout)
+	for h, rc := range r.Recap {
+		if strings.HasPrefix(h, "storage") {
+			return rc.Changed, rc.Failed
+		}
+	}
+	t.Fatalf("no storage host in the recap: %+v", r.Recap)
+	return 0, 0
+}
+
+// TestNoServingFromBareMountPoint: an export that is its volume's
+// mount_to; the volume unmounted (a boot without it: fstab has nofail) and
+// the NFS server restarted. A write through NFS must not land on the root
+// disk, and the next run mounts the volume and serves it, data intact
+// (roles/nfs_server: the units' drop-in requires the mount points; kernel
+// exports carry mp=).
+func TestNoServingFromBareMountPoint(t *testing.T) {
+	b := needBed(t)
+	b.restoreStorage(t)
+	k := b.request(t).AdditionalParams.K
+	mount := k.Storage.Volumes[0].MountTo
+	args := b.storageArgs(t, func(ss map[string]any) {
+		ss["nfs_server_setup_params"] = []any{map[string]any{"export_dir": mount, "export_to": "10.231.0.0/24"}}
+	})
+	code, _, errs, took := b.heatsible(t, args...)
+	t.Logf("export %s itself: exit %d in %s", mount, code, took.Round(time.Millisecond))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, tail(errs, 30))
+	}
+	nonce := fmt.Sprintf("bare-%d", time.Now().UnixNano())
+	url := "nfs://10.231.0.11" + mount + "/"
+	b.exec(t, "worker-0", "sh", "-c", fmt.Sprintf("printf %s > /tmp/%s && nfs-cp /tmp/%s %s%s-before.txt", nonce, nonce, nonce, url, nonce))
+	t.Cleanup(func() { b.try("storage", "rm", "-f", mount+"/"+nonce+"-before.txt", mount+"/"+nonce+"-after.txt") })
+
+	// The reboot without the volume: the server stopped, the volume gone,
+	// the server started again (as systemd would at boot).
+	b.exec(t, "storage", "systemctl", "stop", "nfs-ganesha")
+	b.exec(t, "storage", "umount", mount)
+	out, err := b.try("storage", "systemctl", "restart", "nfs-ganesha")
+	t.Logf("systemctl restart nfs-ganesha with %s unmounted: %v %s", mount, err, strings.TrimSpace(out))
+	st, _ := b.try("storage", "systemctl", "is-active", "nfs-ganesha")
+	t.Logf("nfs-ganesha is %s", strings.TrimSpace(st))
+	if strings.TrimSpace(st) == "active" {
+		// (On the bed ganesha cannot export the bare directory anyway: the
+		// root is an overlayfs, which its VFS FSAL cannot export. On a VM's
+		// ext4 root disk it would serve it.)
+		t.Errorf("nfs-ganesha runs with its export's volume unmounted")
+	}
+
+	wout, werr := b.try("worker-0", "sh", "-c", fmt.Sprintf("timeout 20 nfs-cp /tmp/%s %s%s-after.txt", nonce, url, nonce))
+	t.Logf("a write through NFS with %s unmounted: %v %s", mount, werr, strings.TrimSpace(wout))
+	if _, err := b.try("storage", "test", "-e", mount+"/"+nonce+"-after.txt"); err == nil {
+		t.Errorf("the write through NFS landed on the root disk (%s/%s-after.txt with the volume unmounted)", mount, nonce)
+	}
+	if werr == nil {
+		t.Errorf("a write through NFS succeeded while %s was not mounted", mount)
+	}
+
+	code, _, errs, took = b.heatsible(t, args...)
+	t.Logf("next run: exit %d in %s", code, took.Round(time.Millisecond))
+	if code != 0 {
+		t.Fatalf("the next run: exit %d\n%s", code, tail(errs, 30))
+	}
+	if _, err := b.try("storage", "findmnt", "--mountpoint", mount); err != nil {
+		t.Errorf("%s is not mounted after the next run", mount)
+	}
+	if got, err := b.try("worker-0", "nfs-cat", url+nonce+"-before.txt"); err != nil || got != nonce {
+		t.Errorf("the file written before: %q, %v (want %q)", got, err, nonce)
+	}
+}
+
+// TestInterruptedApply: a run that wrote the NFS server's configuration and
+// died before applying it (here: the start task fails because the unit is
+// masked, right after the new ganesha.conf was written). The next run finds
+// the file current; it must apply it all the same (the mark the write left)
+// and verify the new export.
+func TestInterruptedApply(t *testing.T) {
+	b := needBed(t)
+	b.restoreStorage(t)
+	k := b.request(t).AdditionalParams.K
+	dir := k.Storage.Volumes[0].MountTo + "/nfs/interrupted"
+	args := b.storageArgs(t, func(ss map[string]any) {
+		ss["nfs_server_setup_params"] = append(ss["nfs_server_setup_params"].([]any),
+			map[string]any{"export_dir": dir, "export_to": "10.231.0.0/24"})
+	})
+	t.Cleanup(func() { b.try("storage", "rmdir", dir) })
+
+	b.exec(t, "storage", "systemctl", "mask", "nfs-ganesha")
+	code, _, errs, took := b.heatsible(t, args...)
+	t.Logf("run with the unit masked: exit %d in %s\n%s", code, took.Round(time.Millisecond), errorOf(errs))
+	b.exec(t, "storage", "systemctl", "unmask", "nfs-ganesha")
+	if code != 4 {
+		t.Fatalf("exit %d, want 4 (the start task failed)\n%s", code, tail(errs, 30))
+	}
+	if conf := b.exec(t, "storage", "cat", "/etc/ganesha/ganesha.conf"); !strings.Contains(conf, `Path = "`+dir+`";`) {
+		t.Fatalf("the run did not write the new export into ganesha.conf before failing:\n%s", conf)
+	}
+	if out, err := b.try("worker-0", "nfs-ls", "nfs://10.231.0.11"+dir); err == nil {
+		t.Fatalf("%s is served already: the configuration was applied, the test proves nothing\n%s", dir, out)
+	}
+
+	code, _, errs, took = b.heatsible(t, args...)
+	t.Logf("next run: exit %d in %s\n%s", code, took.Round(time.Millisecond), errorOf(errs))
+	if code != 0 {
+		t.Fatalf("the next run: exit %d\n%s", code, tail(errs, 30))
+	}
+	if !strings.Contains(errs, "applying it now") {
+		t.Errorf("the next run does not say it applies the configuration left unapplied:\n%s", tail(errs, 30))
+	}
+	b.exec(t, "worker-0", "nfs-ls", "nfs://10.231.0.11"+dir)
+	if _, err := b.try("storage", "test", "-e", "/var/lib/heatsible/nfs_server.pending"); err == nil {
+		t.Errorf("the mark is still there after the configuration was applied")
+	}
+}
+
+// TestKernelNFSServer runs nfs_server_impl kernel (the default on real
+// VMs) as far as this machine allows: the bed's kernel has no nfsd, which
+// its storage host says in /etc/heatsible/no-nfsd. Packages, /etc/exports
+// from the template (with mp=), the real exportfs -ra and exportfs -v,
+// ganesha stopped, idempotence and check mode; the verification says that
+// serving over NFS was not verified, and why. Then an interrupted apply:
+// exportfs fails after /etc/exports was written; the next run re-exports.
+func TestKernelNFSServer(t *testing.T) {
+	b := needBed(t)
+	reason, err := b.try("storage", "cat", "/etc/heatsible/no-nfsd")
+	if err != nil {
+		t.Fatalf("the storage host has no /etc/heatsible/no-nfsd: bring the bed up with testbed/bin/bed up (it writes the file when the machine has no nfsd)")
+	}
+	reason = strings.TrimSpace(reason)
+	exportsBefore := b.exec(t, "storage", "cat", "/etc/exports")
+	b.restoreStorage(t)
+	t.Cleanup(func() {
+		b.try("storage", "sh", "-c", `printf '%s' "$1" > /etc/exports && exportfs -ra`, "sh", exportsBefore)
+		b.try("storage", "umount", "/usr/sbin/exportfs")
+	})
+	k := b.request(t).AdditionalParams.K
+	kernel := func(extra ...map[string]any) []string {
+		return b.storageArgs(t, func(ss map[string]any) {
+			ss["nfs_server_impl"] = "kernel"
+			for _, e := range extra {
+				ss["nfs_server_setup_params"] = append(ss["nfs_server_setup_params"].([]any), e)
+			}
+		})
+	}
+	args := kernel()
+
+	code, _, errs, took := b.heatsible(t, args...)
+	t.Logf("kernel: exit %d in %s", code, took.Round(time.Millisecond))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, tail(errs, 40))
+	}
+	verdict := lineWith(errs, "NOT VERIFIED")
+	t.Logf("the verification said: %s", strings.TrimSpace(verdict))
+	for _, w := range []string{"in the kernel export table (exportfs -v)", "NOT VERIFIED over NFS: this host cannot serve NFS (" + reason + ")"} {
+		if !strings.Contains(errs, w) {
+			t.Errorf("the verification does not say %q:\n%s", w, tail(errs, 20))
+		}
+	}
+	exports := b.exec(t, "storage", "cat", "/etc/exports")
+	exportfs := b.exec(t, "storage", "exportfs", "-v")
+	t.Logf("/etc/exports:\n%s\nexportfs -v:\n%s", exports, exportfs)
+	for _, e := range k.Storage.Exports {
+		if !strings.Contains(exports, e.Dir+" 10.231.0.0/24(rw,sync,no_subtree_check,no_root_squash,mp=/volume) 10.231.0.11(") {
+			t.Errorf("/etc/exports has no line for %s with mp=/volume", e.Dir)
+		}
+		if !strings.Contains(exportfs, e.Dir+"\n\t\t10.231.0.0/24(") || !strings.Contains(exportfs, "mountpoint=/volume") {
+			t.Errorf("exportfs -v does not list %s for 10.231.0.0/24 with mountpoint=/volume", e.Dir)
+		}
+	}
+	if st, _ := b.try("storage", "systemctl", "is-active", "nfs-ganesha"); strings.TrimSpace(st) == "active" {
+		t.Errorf("nfs-ganesha still runs next to the kernel server")
+	}
+	if st, _ := b.try("storage", "systemctl", "is-active", "nfs-server"); strings.TrimSpace(st) == "active" {
+		t.Errorf("nfs-server is active on a host without nfsd?")
+	}
+
+	t.Run("idempotent", func(t *testing.T) {
+		code, out, errs, took := b.heatsible(t, args...)
+		t.Logf("second run: exit %d in %s", code, took.Round(time.Millisecond))
+		if code != 0 {
+			t.Fatalf("exit %d\n%s", code, tail(errs, 30))
+		}
+		if changed, _ := storageRecap(t, out); changed != 0 {
+			t.Errorf("the second run changed %d things on storage", changed)
+		}
+	})
+
+	t.Run("check mode", func(t *testing.T) {
+		code, out, errs, _ := b.heatsible(t, append(args, "--check")...)
+		if code != 0 {
+			t.Fatalf("--check: exit %d\n%s", code, tail(errs, 30))
+		}
+		if changed, _ := storageRecap(t, out); changed != 0 {
+			t.Errorf("--check of a converged server reports %d changes", changed)
+		}
+		more := kernel(map[string]any{"export_dir": "/volume/nfs/check", "export_to": "10.231.0.0/24"})
+		code, out, errs, _ = b.heatsible(t, append(more, "--check")...)
+		if code != 0 {
+			t.Fatalf("--check with one more export: exit %d\n%s", code, tail(errs, 30))
+		}
+		if changed, _ := storageRecap(t, out); changed == 0 {
+			t.Errorf("--check with one more export reports no change")
+		}
+		if got := b.exec(t, "storage", "cat", "/etc/exports"); got != exports {
+			t.Errorf("--check changed /etc/exports:\n%s", got)
+		}
+	})
+
+	t.Run("interrupted apply", func(t *testing.T) {
+		dir := "/volume/nfs/interrupted-kernel"
+		t.Cleanup(func() { b.try("storage", "rmdir", dir) })
+		more := kernel(map[string]any{"export_dir": dir, "export_to": "10.231.0.0/24"})
+		// exportfs fails once /etc/exports is written: the run dies before
+		// the kernel's table has the new export.
+		b.exec(t, "storage", "mount", "--bind", "/bin/false", "/usr/sbin/exportfs")
+		code, _, errs, _ := b.heatsible(t, more...)
+		b.exec(t, "storage", "umount", "/usr/sbin/exportfs")
+		t.Logf("exportfs failing: exit %d\n%s", code, errorOf(errs))
+		if code != 4 {
+			t.Fatalf("exit %d, want 4", code)
+		}
+		if !strings.Contains(b.exec(t, "storage", "cat", "/etc/exports"), dir+" ") {
+			t.Fatalf("/etc/exports does not have %s: the test proves nothing", dir)
+		}
+		if strings.Contains(b.exec(t, "storage", "exportfs", "-v"), dir) {
+			t.Fatalf("exportfs -v lists %s already: the test proves nothing", dir)
+		}
+		code, _, errs, _ = b.heatsible(t, more...)
+		if code != 0 {
+			t.Fatalf("the next run: exit %d\n%s", code, tail(errs, 30))
+		}
+		if !strings.Contains(b.exec(t, "storage", "exportfs", "-v"), dir) {
+			t.Errorf("exportfs -v does not list %s after the next run", dir)
+		}
+	})
+}
