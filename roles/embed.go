@@ -4,10 +4,11 @@ package roles
 
 import "embed"
 
-// FS holds the role directories (see Names and Helpers) at its root, hidden
-// files included, ready to be copied as an Ansible roles path.
+// FS holds the role directories (see Names and Helpers) at its root,
+// without names starting with "." or "_" (no __pycache__ of the filter
+// plugins' tests), ready to be copied as an Ansible roles path.
 //
-//go:embed all:cinder_volume all:nfs_server all:nfs_client all:pv_register all:k8s_node all:external_lb all:kubeconfig all:apt_wait
+//go:embed cinder_volume nfs_server nfs_client pv_register k8s_node external_lb kubeconfig apt_wait
 var FS embed.FS
 
 // Names lists the embedded roles: those of instantiate-end in the order it

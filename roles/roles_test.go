@@ -246,3 +246,21 @@ func TestRefusalsAreMarked(t *testing.T) {
 		t.Fatalf("reading the roles' task files (%d read): %v", n, err)
 	}
 }
+
+// TestNoCompiledPython: the embedded roles carry no __pycache__ (the
+// filter plugins' tests compile them on this machine; embedding without
+// "all:" leaves out names starting with "_" or ".").
+func TestNoCompiledPython(t *testing.T) {
+	err := fs.WalkDir(FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Name() == "__pycache__" || strings.HasSuffix(p, ".pyc") {
+			t.Errorf("embedded: %s", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
