@@ -33,7 +33,7 @@ phase "go end-to-end tests on the bed"
 go test -p 1 -count=1 -timeout 40m -v ./internal/e2e
 
 phase "contrib: the Tacker MgmtDriver shim (against a fake heatsible)"
-(cd contrib/tacker && python3 -m unittest -q test_shim)
+(cd contrib/tacker && python3 -m unittest -q test_shim test_vim test_kubeadm)
 
 phase "test bed smoke test"
 testbed/smoke/smoke.sh
