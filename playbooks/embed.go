@@ -58,6 +58,13 @@ type Data struct {
 	LB        bool
 	LBInstall bool
 	LBRoutes  []Route
+	// VIM is true when the operation prepares Tacker's Kubernetes VIM on
+	// the first master (role k8s_vim); VIMHost and VIMPort are its
+	// endpoint (an IP address or host name; 0: the admin kubeconfig's
+	// port).
+	VIM     bool
+	VIMHost string
+	VIMPort int
 }
 
 // Route is a route of the external load balancer to a worker.

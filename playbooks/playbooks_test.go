@@ -16,12 +16,12 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 
 func TestRenderGolden(t *testing.T) {
 	cases := map[string]Data{
-		"instantiate_end":            {Cluster: "k8s-a", Operation: "instantiate-end", FirstMaster: "master-0", Storage: true, PVs: true, PVState: "present", Version: "test"},
+		"instantiate_end":            {Cluster: "k8s-a", Operation: "instantiate-end", FirstMaster: "master-0", Storage: true, PVs: true, PVState: "present", Version: "test", VIM: true, VIMHost: "10.10.0.10"},
 		"instantiate_end_no_storage": {Cluster: "k8s-a", Operation: "instantiate-end", FirstMaster: "master-0", Version: "test"},
 		"heal_start_storage":         {Cluster: "k8s-a", Operation: "heal-start", Target: "storage-server", FirstMaster: "master-0", Storage: true, PVs: true, Version: "test"},
 		"heal_end_storage":           {Cluster: "k8s-a", Operation: "heal-end", Target: "storage-server", FirstMaster: "master-0", Storage: true, PVs: true, Version: "test"},
 		"instantiate_end_lb": {Cluster: "k8s-a", Operation: "instantiate-end", FirstMaster: "master-0", Storage: true, PVs: true, PVState: "present", Version: "test",
-			Kubespray: true, LB: true, LBInstall: true, LBRoutes: []Route{{"worker-0", "10.0.0.20"}, {"worker-1", "fd00::21"}}},
+			Kubespray: true, LB: true, LBInstall: true, LBRoutes: []Route{{"worker-0", "10.0.0.20"}, {"worker-1", "fd00::21"}}, VIM: true, VIMHost: "192.0.2.50", VIMPort: 8383},
 		"scale_start_kubespray_lb": {Cluster: "k8s-a", Operation: "scale-start", FirstMaster: "master-0", Version: "test",
 			Nodes: []string{"worker-1", "worker-2"}, Kubespray: true, LB: true, LBRoutes: []Route{{"worker-1", "10.0.0.21"}, {"worker-2", "10.0.0.22"}}},
 		"heal_start_node": {Cluster: "k8s-a", Operation: "heal-start", Target: "node", FirstMaster: "master-0", Version: "test", Nodes: []string{"worker-1"}},

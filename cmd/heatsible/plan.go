@@ -153,6 +153,12 @@ func writePlan(w io.Writer, p *lcm.Plan, src lcm.Source) {
 	if k := p.Kubespray; k != nil {
 		writeKubespray(w, k)
 	}
+	if v := p.VIM; v != nil {
+		fmt.Fprintf(w, "\nTacker's Kubernetes VIM (k8s_vim): server %s\n   host: %s\n   port: %s\n", v, v.HostFrom, v.PortFrom)
+		if v.Note != "" {
+			fmt.Fprintf(w, "   note: %s\n", v.Note)
+		}
+	}
 }
 
 // writeKubespray prints what the kubespray steps get: the inventory and the

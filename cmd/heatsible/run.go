@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,7 +28,7 @@ func newRun(g *globals) *cobra.Command {
 	o := lcm.RunOptions{}
 	var tags, role string
 	var tf targetFlags
-	var reportFile string
+	var reportFile, vimInfo string
 	cmd := &cobra.Command{
 		Use:   "run OPERATION --request FILE [--package DIR] (--stack ID|NAME | --topology FILE) [--local | --ansible-host ADDR] [TARGET]",
 		Short: "Run a lifecycle operation on the cluster (instantiate-end, heal-start, heal-end, scale-start, scale-end, terminate-end)",
@@ -44,6 +45,13 @@ Operations:
                     set to the storage server's address) and wait until they
                     are Available; with external_lb_param, install the load
                     balancer with its script and route to every worker.
+                    Last, Tacker's Kubernetes VIM (role k8s_vim, on the first
+                    master): ServiceAccount kube-system/heatsible-tacker-vim
+                    bound to cluster-admin and a long-lived token Secret for
+                    it, created once and kept; the server (cluster_cp_name's
+                    address and the admin kubeconfig's port), the cluster CA
+                    and the token are printed in -o json's "vim" and written
+                    to --vim-info FILE (0600), nowhere else.
   heal-start --storage-server
                     before the storage server VM is replaced: unregister the
                     PVs heatsible registered. Refused (exit 6), with nothing
@@ -61,7 +69,7 @@ Operations:
                     before the whole cluster is replaced: as terminate-end.
   heal-end --cluster
                     after the whole cluster was replaced: instantiate-end on
-                    the new VMs.
+                    the new VMs (Tacker's Kubernetes VIM included).
   heal-start --node NAME | --vnfc-resource-id ID
                     before one node's VM is replaced: remove its load-balancer
                     route, drain it (kubectl drain --ignore-daemonsets
@@ -156,6 +164,11 @@ records of each cluster are kept.`,
 					return fail.With(fail.Invalid, fmt.Errorf("--report %s: no directory %s to write it in", reportFile, filepath.Dir(reportFile)))
 				}
 			}
+			if vimInfo != "" {
+				if err := checkVIMInfo(vimInfo, op); err != nil {
+					return err
+				}
+			}
 			req, err := in.loadRequest(g, true)
 			if err != nil {
 				return err
@@ -189,6 +202,17 @@ records of each cluster are kept.`,
 			fmt.Fprintf(g.stderr, "heatsible: %s: reading the cluster...\n", o.Operation)
 			started = true
 			out, err := lcm.Run(cmd.Context(), o)
+			if out != nil && out.VIM != nil {
+				// From here on, everything printed or written knows the
+				// token; only -o json's "vim" and --vim-info carry it.
+				p.mask = redact.New(append(lcm.RequestSecrets(req), out.VIM.BearerToken)...)
+				if err == nil {
+					p.vim = out.VIM
+				}
+			}
+			if vimInfo != "" && err == nil {
+				err = writeVIMInfo(g, vimInfo, out)
+			}
 			var rep *review.Report
 			if out != nil && (o.Check || reportFile != "") {
 				rep = review.Build(review.Input{Operation: out.Operation, Cluster: out.Cluster, Where: out.Where, Check: out.Check,
@@ -223,9 +247,10 @@ records of each cluster are kept.`,
 	tf.add(cmd, "")
 	f.BoolVar(&o.Check, "check", false, "dry run: ansible-playbook --check --diff, nothing changes on any host")
 	f.StringVar(&reportFile, "report", "", "write the review report (each host's tasks, the diffs, the summary) to FILE: Markdown, or JSON if FILE ends in .json")
-	f.StringVar(&role, "role", "", "re-run one role only (cinder_volume, nfs_server, nfs_client or pv_register); the same as --tags ROLE")
-	f.StringVar(&tags, "tags", "", "run only these roles (comma-separated: cinder_volume,nfs_server,nfs_client,pv_register)")
+	f.StringVar(&role, "role", "", "re-run one role only (cinder_volume, nfs_server, nfs_client, pv_register, external_lb, k8s_vim or k8s_node); the same as --tags ROLE")
+	f.StringVar(&tags, "tags", "", "run only these roles (comma-separated, e.g. cinder_volume,nfs_server,nfs_client,pv_register; k8s_vim: Tacker's Kubernetes VIM)")
 	f.StringVar(&o.Limit, "limit", "", "run only on these nodes or groups (Ansible --limit pattern)")
+	f.StringVar(&vimInfo, "vim-info", "", "instantiate-end, heal-end --cluster: write Tacker's Kubernetes VIM (server, CA, bearer token; docs/hooks.md) to FILE, mode 0600, once the run succeeded")
 	f.IntVar(&o.Forks, "forks", 0, "hosts Ansible works on at once (default 50)")
 	f.BoolVar(&o.BreakLock, "break-lock", false, "take over the cluster lock left by a run that was killed or crashed (read its run record first); never breaks a live run's lock")
 	return cmd
@@ -237,6 +262,8 @@ type progress struct {
 	color bool
 	task  string
 	mask  *redact.Masker
+	// vim goes into -o json's document as "vim", after the masking.
+	vim *lcm.VIM
 }
 
 func newProgress(g *globals) *progress {
@@ -320,7 +347,15 @@ func (p *progress) finish(out *lcm.Outcome, err error, rep *review.Report) {
 		}
 		var buf bytes.Buffer
 		if redact.EncodeJSON(&buf, doc, "  ") == nil {
-			p.g.stdout.Write(p.mask.MaskJSON(buf.Bytes()))
+			out := p.mask.MaskJSON(buf.Bytes())
+			if p.vim != nil && err == nil {
+				// The one place the token is printed: added after the
+				// document was masked.
+				if withVIM, werr := withKey(out, "vim", p.vim); werr == nil {
+					out = withVIM
+				}
+			}
+			p.g.stdout.Write(out)
 		}
 		return
 	}
@@ -368,4 +403,78 @@ func checkRoles(names []string) error {
 		}
 	}
 	return nil
+}
+
+// checkVIMInfo refuses --vim-info where no VIM is prepared, and a file
+// that could not be written.
+func checkVIMInfo(name string, op lcm.Op) error {
+	if op.Name != lcm.OpInstantiateEnd && !(op.Name == lcm.OpHealEnd && op.Target == lcm.TargetCluster) {
+		return fail.With(fail.Invalid, fmt.Errorf("--vim-info: only instantiate-end and heal-end --cluster prepare Tacker's Kubernetes VIM, not %s", strings.TrimSpace(op.Name+" --"+op.Target)))
+	}
+	if st, err := os.Stat(filepath.Dir(name)); err != nil || !st.IsDir() {
+		return fail.With(fail.Invalid, fmt.Errorf("--vim-info %s: no directory %s to write it in", name, filepath.Dir(name)))
+	}
+	if st, err := os.Lstat(name); err == nil && !st.Mode().IsRegular() {
+		return fail.With(fail.Invalid, fmt.Errorf("--vim-info %s: exists and is not a regular file", name))
+	}
+	return nil
+}
+
+// writeVIMInfo writes the run's VIM to name, mode 0600 from its creation
+// (a new file renamed over name). A run that prepared no VIM (check mode,
+// --tags or --limit without k8s_vim) writes nothing and says so.
+func writeVIMInfo(g *globals, name string, out *lcm.Outcome) error {
+	if out == nil || out.VIM == nil {
+		fmt.Fprintf(g.stderr, "heatsible: --vim-info %s not written: this run prepared no VIM (see above)\n", name)
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := redact.EncodeJSON(&buf, out.VIM, "  "); err != nil {
+		return fail.With(fail.Internal, fmt.Errorf("writing --vim-info %s: %w", name, err))
+	}
+	werr := func() error {
+		f, err := os.CreateTemp(filepath.Dir(name), ".heatsible-vim-*")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(f.Name())
+		if err := f.Chmod(0o600); err != nil {
+			f.Close()
+			return err
+		}
+		if _, err := f.Write(buf.Bytes()); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		return os.Rename(f.Name(), name)
+	}()
+	if werr != nil {
+		return fail.With(fail.Internal, fmt.Errorf("writing --vim-info %s: %v; the VIM was prepared: re-run the operation to write it (nothing changes) (log: %s)", name, werr, filepath.Join(out.Record, lcm.RunLog)))
+	}
+	if !g.json() {
+		fmt.Fprintf(g.stderr, "heatsible: Tacker's Kubernetes VIM (server, CA, token) written to %s (mode 0600)\n", name)
+	}
+	return nil
+}
+
+// withKey returns the JSON object doc with key set to v, indented as the
+// -o json document is.
+func withKey(doc []byte, key string, v any) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &m); err != nil {
+		return nil, err
+	}
+	b, err := redact.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	m[key] = b
+	var buf bytes.Buffer
+	if err := redact.EncodeJSON(&buf, m, "  "); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

@@ -18,11 +18,16 @@ code into a Tacker exception. See docs/hooks.md in the heatsible repository.
 
 What it maps:
 
-  instantiate_end                  -> run instantiate-end
-  heal_start / heal_end, no VNFC ids (whole VNF)
-                                   -> run heal-start|heal-end --cluster
+  instantiate_end                  -> run instantiate-end --vim-info FILE,
+                                      then the cluster registered as
+                                      Tacker's Kubernetes VIM (below)
+  heal_start, no VNFC ids (whole VNF)
+                                   -> run heal-start --cluster, then the
+                                      VIM removed
+  heal_end, no VNFC ids            -> run heal-end --cluster --vim-info FILE,
+                                      then the VIM registered again
   heal_start / heal_end, VNFC ids  -> per VNFC, storage server first:
-      the storage server VDU       -> run heal-...  --storage-server (once)
+      the storage server           -> run heal-...  --storage-server (once)
       any other VNFC (master/worker)
                                    -> run heal-...  --vnfc-resource-id <its
                                       compute_resource.resource_id>, one run
@@ -43,7 +48,19 @@ What it maps:
                                       terminate_end can name the cluster once
                                       the stack is gone); never fails the
                                       termination
-  terminate_end                    -> run terminate-end --topology FILE
+  terminate_end                    -> the VIM removed, then
+                                      run terminate-end --topology FILE
+
+Tacker's Kubernetes VIM (docs/hooks.md; what Tacker's kubernetes_mgmt.py
+does in _create_vim, terminate_end and heal_start): heatsible writes the API
+server, CA and a ServiceAccount's bearer token to the --vim-info file (0600,
+in the same private directory as the request, removed in finally); the shim
+registers it with Tacker's NfvoPlugin under additionalParams'
+vim_name (default kubernetes_vim_<VNF instance id>, as Tacker's drivers),
+appends a vimConnectionInfo entry (never first: Tacker takes entry [0] as
+the VNF's OpenStack VIM) and saves the VNF instance. A vim_name that
+another cluster registered in the project is refused before heatsible runs.
+HEATSIBLE_REGISTER_VIM=0 turns all of this off.
 
 instantiate_start, change_external_connectivity_*, modify_information_* log
 one line and return: heatsible has nothing to do there.
@@ -63,12 +80,15 @@ not verified against a running Tacker; no Tacker runs where this was written):
 * The instantiate request's additionalParams are
   ``instantiate_vnf_request.additional_params`` at instantiate_end, and are
   kept as ``vnf_instance.instantiated_vnf_info.additional_params`` for heal,
-  scale and terminate.
+  scale and terminate; a heal/scale/terminate request's own additionalParams
+  are merged into them as Tacker's samples merge them (_action_params).
 * A heal request without ``vnfc_instance_id`` heals the whole VNF; with ids,
   each id is matched against ``instantiated_vnf_info.vnfc_resource_info[].id``;
-  the VNFC's ``vdu_id`` tells the storage server (``storage_server`` by
-  default, as in Tacker's PV usage guide; ``HEATSIBLE_STORAGE_VDU_IDS``,
-  comma-separated, overrides it), and its ``compute_resource.resource_id`` is
+  the storage server is the VNFC one of whose ``vnfc_cp_info[].cpd_id`` is
+  ``storage_server.nic_cp_name`` (as kubernetes_mgmt.py tells it), or, for a
+  VNFC without CP info, whose ``vdu_id`` is ``storage_server``
+  (``HEATSIBLE_STORAGE_VDU_IDS``, comma-separated, overrides it); a node's
+  ``compute_resource.resource_id`` is
   the Nova server id (at heal_end, Tacker's post_heal_vnf has already set it
   to the new server's id).
 * Scale: Tacker computes the members itself and passes them as keyword
@@ -84,6 +104,10 @@ not verified against a running Tacker; no Tacker runs where this was written):
 Configuration, from tacker-conductor's environment (or the class attributes):
 
   HEATSIBLE_BIN           the heatsible executable (default: heatsible on PATH)
+  HEATSIBLE_ANSIBLE_HOST  --ansible-host ADDR, or "local" for --local
+                          (default: the request's ansible.ip_address, and
+                          --local when the request has no "ansible")
+  HEATSIBLE_REGISTER_VIM  0: no --vim-info, no VIM registration or removal
   HEATSIBLE_KNOWN_HOSTS   known_hosts file for the Ansible host and every node
                           (passed as --known-hosts; default: heatsible's own,
                           ~/.ssh/known_hosts of the conductor's user)
@@ -106,6 +130,8 @@ heatsible by path only, and removed in ``finally``. No password is ever put in
 heatsible's argv.
 """
 
+import copy
+import hashlib
 import json
 import logging
 import os
@@ -113,6 +139,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import uuid
 
 # Tacker is imported lazily or guarded, so that this file compiles and its
 # tests run without Tacker installed (python3 -m py_compile, unittest).
@@ -203,6 +230,12 @@ def _last_json_object(text):
     return found
 
 
+# What a heal/scale/terminate request's k8s_cluster_installation_param may
+# replace (Tacker's kubespray_mgmt.py takes exactly these from it).
+OVERLAY_KEYS = ('master_node', 'worker_node', 'proxy', 'ansible',
+                'external_lb_param')
+
+
 def _get(obj, name, default=None):
     """obj.name or obj[name]: Tacker objects and plain dicts alike."""
     if obj is None:
@@ -230,6 +263,57 @@ def _default_state_dir():
     return os.path.expanduser('~/.local/state/heatsible')
 
 
+# Marks on a VIM the shim registered (the VIM's "extra"): which VNF instance
+# and cluster it is for, and a digest of what it was registered with, so that
+# a re-run changes nothing and a VIM of the same name that belongs to
+# another cluster is never replaced or deleted.
+VIM_OWNER_KEY = 'heatsible_vnf_instance_id'
+VIM_CLUSTER_KEY = 'heatsible_cluster'
+VIM_DIGEST_KEY = 'heatsible_digest'
+
+
+class TackerVims(object):
+    """Tacker's VIM registry, reached as Tacker's Kubernetes MgmtDriver does.
+
+    kubernetes_mgmt.py creates and deletes its VIM with NfvoPlugin's
+    create_vim/delete_vim and appends an objects.VimConnectionInfo; this
+    class does the same (with get_vims to list the VIMs of one name, as the
+    name is unique per project, not globally). Everything Tacker-specific is
+    here, so that the shim's logic can be tested with a fake.
+    """
+
+    def __init__(self):
+        self._plugin = None
+
+    def _nfvo(self):  # pragma: no cover - only inside Tacker
+        if self._plugin is None:
+            from tacker.nfvo.nfvo_plugin import NfvoPlugin
+            self._plugin = NfvoPlugin()
+        return self._plugin
+
+    def find(self, context, name):
+        """The VIMs named name in context's project, as Tacker's dicts."""
+        # CommonDbMixin._apply_filters_to_query wraps each filter value in a
+        # list itself: the value is the name, not a list of names.
+        vims = self._nfvo().get_vims(context, filters={'name': name})
+        project = getattr(context, 'project_id', None)
+        return [v for v in vims if v.get('name') == name and (
+            not project or v.get('tenant_id') == project)]
+
+    def create(self, context, body):
+        return self._nfvo().create_vim(context, body)
+
+    def delete(self, context, vim_id):
+        self._nfvo().delete_vim(context, vim_id)
+
+    @staticmethod
+    def connection_info(vim_id, server):  # pragma: no cover - Tacker only
+        from tacker import objects
+        return objects.VimConnectionInfo(
+            id=str(uuid.uuid4()), vim_id=vim_id, vim_type='kubernetes',
+            access_info={'auth_url': server}, interface_info=None, extra={})
+
+
 class HeatsibleMgmtDriver(_Base):
 
     # Overridable per deployment (subclass, or the environment).
@@ -238,6 +322,10 @@ class HeatsibleMgmtDriver(_Base):
     timeout = None
     storage_vdu_ids = None
     topology_dir = None
+    ansible_host = None
+    register_vim = None
+    # Tacker's VIM registry (TackerVims below); tests put a fake here.
+    vims = None
 
     # Tacker keys MgmtDrivers by get_type(): it is the name used in
     # tacker.conf's vnflcm_mgmt_driver, the setup.cfg entry point and the
@@ -264,6 +352,31 @@ class HeatsibleMgmtDriver(_Base):
         if self.timeout:
             return float(self.timeout)
         return float(os.environ.get('HEATSIBLE_TIMEOUT', '3600'))
+
+    def _where(self, params):
+        """Where Ansible runs: heatsible's --ansible-host / --local flags.
+
+        HEATSIBLE_ANSIBLE_HOST (or the class attribute ansible_host): an
+        address for --ansible-host, or "local" for --local. Otherwise the
+        request's ansible.ip_address, and --local when it has none (Tacker's
+        PV guide request has no "ansible": heatsible would refuse with exit
+        code 2 without one of the two).
+        """
+        host = self.ansible_host or os.environ.get('HEATSIBLE_ANSIBLE_HOST')
+        if host == 'local':
+            return ['--local']
+        if host:
+            return ['--ansible-host', host]
+        k8s = (params or {}).get('k8s_cluster_installation_param') or {}
+        if _get(k8s.get('ansible'), 'ip_address'):
+            return []
+        return ['--local']
+
+    def _vim_enabled(self):
+        if self.register_vim is not None:
+            return bool(self.register_vim)
+        return os.environ.get('HEATSIBLE_REGISTER_VIM', '1') not in (
+            '0', 'false', 'no', '')
 
     def _storage_vdus(self):
         if self.storage_vdu_ids:
@@ -315,11 +428,61 @@ class HeatsibleMgmtDriver(_Base):
         for src in sources:
             params = _get(src, 'additional_params')
             if params and 'k8s_cluster_installation_param' in params:
-                return dict(params)
+                return copy.deepcopy(dict(params))
         _raise('heatsible: no additionalParams.k8s_cluster_installation_param '
                'in the request or the instantiated VNF', EXIT_INVALID)
 
-    def _heal_targets(self, vnf_instance, ids):
+    def _action_params(self, request, info):
+        """The parameters of a heal, scale or terminate, merged as Tacker does.
+
+        The base is what the VNF was instantiated with
+        (instantiated_vnf_info.additional_params). A request's
+        k8s_cluster_installation_param replaces the sub-objects Tacker's
+        samples take from it (kubespray_mgmt.py's _get_initial_parameters
+        and heal_end: master_node, worker_node, proxy, ansible,
+        external_lb_param), and master_node_username/_password,
+        worker_node_username/_password in the request's additionalParams
+        replace the nodes' credentials (kubernetes_mgmt.py's
+        _get_username_pwd). storage_server and pv_registration_params always
+        come from the instantiation, as in kubernetes_mgmt.py.
+        """
+        params = self._additional_params(info, request)
+        req = _get(request, 'additional_params') or {}
+        if not isinstance(req, dict) or req is _get(info, 'additional_params'):
+            return params
+        k8s = params['k8s_cluster_installation_param'] = dict(
+            params['k8s_cluster_installation_param'])
+        overlay = req.get('k8s_cluster_installation_param') or {}
+        if isinstance(overlay, dict):
+            for key in OVERLAY_KEYS:
+                if key in overlay:
+                    k8s[key] = copy.deepcopy(overlay[key])
+        for role in ('master', 'worker'):
+            user = req.get(role + '_node_username')
+            password = req.get(role + '_node_password')
+            if user and password:
+                node = dict(k8s.get(role + '_node') or {})
+                node.update(username=user, password=password)
+                k8s[role + '_node'] = node
+        return params
+
+    def _is_storage_server(self, vnfc, params):
+        """Whether a VNFC is the storage server, told as Tacker tells it.
+
+        Tacker's kubernetes_mgmt.py (_get_target_physical_resource_ids)
+        takes the VNFC one of whose vnfc_cp_info[].cpd_id is
+        storage_server.nic_cp_name. A VNFC without CP info (or a request
+        without nic_cp_name) is told by its vdu_id instead
+        (HEATSIBLE_STORAGE_VDU_IDS, default storage_server).
+        """
+        k8s = params.get('k8s_cluster_installation_param') or {}
+        cp_name = _get(k8s.get('storage_server'), 'nic_cp_name')
+        cps = _get(vnfc, 'vnfc_cp_info') or []
+        if cp_name and cps:
+            return any(_get(cp, 'cpd_id') == cp_name for cp in cps)
+        return _get(vnfc, 'vdu_id') in self._storage_vdus()
+
+    def _heal_targets(self, vnf_instance, ids, params):
         """heatsible's target flags, one list per run: storage server first.
 
         Every VNFC id is checked before anything runs.
@@ -327,7 +490,6 @@ class HeatsibleMgmtDriver(_Base):
         info = _get(vnf_instance, 'instantiated_vnf_info')
         vnfcs = {_get(v, 'id'): v
                  for v in (_get(info, 'vnfc_resource_info') or [])}
-        storage_vdus = self._storage_vdus()
         storage = False
         servers = []
         for i in _unique(ids):
@@ -336,7 +498,7 @@ class HeatsibleMgmtDriver(_Base):
                 _raise('heatsible: heal: VNFC %s is not in the VNF '
                        '(instantiated_vnf_info.vnfc_resource_info); '
                        'nothing was run' % i, EXIT_INVALID)
-            if _get(vnfc, 'vdu_id') in storage_vdus:
+            if self._is_storage_server(vnfc, params):
                 storage = True
                 continue
             server = _get(_get(vnfc, 'compute_resource'), 'resource_id')
@@ -377,33 +539,43 @@ class HeatsibleMgmtDriver(_Base):
     # ---- running heatsible ---------------------------------------------
 
     def _run(self, operation, extra_args, additional_params, source_args,
-             package_dir=None, note=''):
-        """heatsible run OPERATION; stdout's JSON document, or raise."""
+             package_dir=None, note='', vim_info=False):
+        """heatsible run OPERATION; stdout's JSON document, or raise.
+
+        vim_info: also pass --vim-info FILE and return the file's object as
+        the document's "vim" (docs/hooks.md, "Tacker's Kubernetes VIM").
+        """
+        where = self._where(additional_params)
+
         def tail(req):
             argv = ['run', operation] + list(extra_args) + ['--request', req]
             if package_dir:
                 argv += ['--package', package_dir]
-            argv += list(source_args) + ['-o', 'json']
+            argv += list(source_args) + where + ['-o', 'json']
             kh = self._known_hosts()
             if kh:
                 argv += ['--known-hosts', kh]
             return argv
         label = operation + (' ' + note if note else '')
-        return self._heatsible(label, tail, additional_params)
+        return self._heatsible(label, tail, additional_params, vim_info)
 
-    def _heatsible(self, label, tail, additional_params):
+    def _heatsible(self, label, tail, additional_params, vim_info=False):
         """Run heatsible with [bin] + tail(request path); return or raise.
 
         The request goes through a 0600 file in a fresh 0700 directory,
-        removed in finally. stdin is /dev/null (heatsible never prompts).
+        removed in finally; so does the --vim-info file (it holds the
+        bearer token). stdin is /dev/null (heatsible never prompts).
         """
         tmpdir = tempfile.mkdtemp(prefix='heatsible-req-')  # 0700
         req = os.path.join(tmpdir, 'request.json')
+        vim_path = os.path.join(tmpdir, 'vim.json')
         try:
             fd = os.open(req, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, 'w') as f:
                 json.dump(additional_params, f)
             argv = [self._bin()] + tail(req)
+            if vim_info:
+                argv += ['--vim-info', vim_path]
             LOG.info('heatsible: running %s', ' '.join(argv))
             try:
                 proc = self._call(argv)
@@ -414,9 +586,40 @@ class HeatsibleMgmtDriver(_Base):
             except OSError as e:
                 _raise('heatsible %s: cannot run %s: %s' % (
                     label, argv[0], e))
-            return self._result(label, proc)
+            result = self._result(label, proc)
+            if vim_info:
+                result['vim'] = self._read_vim_info(label, vim_path, result)
+            return result
         finally:
             shutil.rmtree(tmpdir, ignore_errors=True)
+
+    @staticmethod
+    def _read_vim_info(label, path, result):
+        """The --vim-info file's object (0600), else stdout's "vim"."""
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            vim = result.get('vim')
+            if isinstance(vim, dict):
+                return vim
+            _raise('heatsible %s: succeeded but wrote no --vim-info file '
+                   'and printed no "vim" object: the Kubernetes VIM cannot '
+                   'be registered (is this heatsible older than '
+                   'docs/hooks.md\'s VIM contract?)' % label, EXIT_INTERNAL)
+        if st.st_mode & 0o077:
+            _raise('heatsible %s: its --vim-info file has mode %o, not 0600: '
+                   'refusing to use a bearer token others could read'
+                   % (label, st.st_mode & 0o777), EXIT_INTERNAL)
+        with open(path) as f:
+            try:
+                vim = json.load(f)
+            except ValueError as e:
+                _raise('heatsible %s: its --vim-info file is not JSON: %s'
+                       % (label, e), EXIT_INTERNAL)
+        if not isinstance(vim, dict):
+            _raise('heatsible %s: its --vim-info file holds no JSON object'
+                   % label, EXIT_INTERNAL)
+        return vim
 
     def _call(self, argv):
         """subprocess.run, but stopping heatsible gently on timeout.
@@ -469,6 +672,217 @@ class HeatsibleMgmtDriver(_Base):
         _raise('heatsible %s failed (%s): %s' % (operation, code_text, msg),
                code, result, error)
 
+    # ---- Tacker's Kubernetes VIM ---------------------------------------
+
+    def _vim_registry(self):
+        if self.vims is None:
+            self.vims = TackerVims()
+        return self.vims
+
+    @staticmethod
+    def _vim_name(vnf_instance, params):
+        """vim_name, or Tacker's default kubernetes_vim_<VNF instance id>."""
+        k8s = params.get('k8s_cluster_installation_param') or {}
+        return k8s.get('vim_name') or (
+            'kubernetes_vim_' + str(_get(vnf_instance, 'id')))
+
+    @staticmethod
+    def _connections(vnf_instance):
+        return list(_get(vnf_instance, 'vim_connection_info') or [])
+
+    def _vims_named(self, context, vnf_instance, name, hook):
+        """(ours, theirs): the VIMs called name, this VNF's and the rest.
+
+        Ours: registered by this shim for this VNF instance (its extra says
+        so), or referenced by this VNF instance's vimConnectionInfo (e.g.
+        registered earlier by Tacker's own Kubernetes MgmtDriver for it).
+        """
+        try:
+            found = list(self._vim_registry().find(context, name))
+        except Exception as e:
+            _raise('heatsible %s: cannot look up VIM %r in Tacker: %s'
+                   % (hook, name, e))
+        vnf_id = str(_get(vnf_instance, 'id'))
+        linked = {_get(c, 'vim_id') for c in self._connections(vnf_instance)}
+        ours, theirs = [], []
+        for v in found:
+            owner = (v.get('extra') or {}).get(VIM_OWNER_KEY)
+            if owner == vnf_id or (owner is None and v.get('id') in linked):
+                ours.append(v)
+            else:
+                theirs.append(v)
+        return ours, theirs
+
+    def _refuse_foreign_vim(self, context, vnf_instance, params, hook):
+        """Raise if vim_name is taken by another cluster; else return."""
+        name = self._vim_name(vnf_instance, params)
+        _, theirs = self._vims_named(context, vnf_instance, name, hook)
+        if not theirs:
+            return
+        v = theirs[0]
+        extra = v.get('extra') or {}
+        whose = ('VNF instance %s, cluster %s' % (
+            extra.get(VIM_OWNER_KEY), extra.get(VIM_CLUSTER_KEY))
+            if extra.get(VIM_OWNER_KEY) else
+            'not registered by heatsible for this VNF instance')
+        msg = ('heatsible %s: vim_name %r is already registered in Tacker '
+               'for another cluster (VIM %s, auth_url %s, %s): refused, '
+               'nothing was run or registered. Give this VNF another '
+               'additionalParams.k8s_cluster_installation_param.vim_name, '
+               'or delete that VIM if it is stale'
+               % (hook, name, v.get('id'), v.get('auth_url'), whose))
+        LOG.error(msg)
+        _raise(msg, EXIT_REFUSED)
+
+    @staticmethod
+    def _check_vim_doc(hook, vim, name):
+        """(server, token, ca) from heatsible's "vim" object, checked."""
+        def bad(what):
+            _raise('heatsible %s: its "vim" object %s; the Kubernetes VIM '
+                   'was not registered' % (hook, what), EXIT_INTERNAL)
+        server = vim.get('server')
+        token = vim.get('bearer_token')
+        ca = vim.get('ca_cert') or ''
+        if not isinstance(server, str) or not server.startswith('https://') \
+                or any(c.isspace() for c in server):
+            bad('has no https:// "server"')
+        if not isinstance(token, str) or not token or \
+                any(c.isspace() for c in token):
+            bad('has no usable "bearer_token"')
+        if not isinstance(ca, str) or (
+                ca and '-----BEGIN CERTIFICATE-----' not in ca):
+            bad('has a "ca_cert" that is not a PEM certificate')
+        if vim.get('vim_name') not in (None, name):
+            bad('names VIM %r, the shim registers %r' % (
+                vim.get('vim_name'), name))
+        return server, token, ca
+
+    def _register_vim(self, context, vnf_instance, params, vim, hook):
+        """Register the cluster as Tacker's Kubernetes VIM under vim_name.
+
+        As kubernetes_mgmt.py's _create_vim: type kubernetes, auth_url the
+        API server, auth_cred bearer_token (+ ssl_ca_cert), then one
+        vimConnectionInfo entry (vim_type kubernetes, access_info.auth_url)
+        appended and the VNF instance saved. Appended, never first: Tacker
+        uses vimConnectionInfo[0] as the VNF's OpenStack VIM. A re-run with
+        the same server, token and CA changes nothing; a VIM of this VNF
+        registered with other values is replaced.
+        """
+        name = self._vim_name(vnf_instance, params)
+        server, token, ca = self._check_vim_doc(hook, vim, name)
+        digest = hashlib.sha256('\0'.join(
+            [server, token, ca]).encode('utf-8')).hexdigest()
+        registry = self._vim_registry()
+        ours, theirs = self._vims_named(context, vnf_instance, name, hook)
+        if theirs:
+            self._refuse_foreign_vim(context, vnf_instance, params, hook)
+        keep = None
+        stale = []
+        for v in ours:
+            extra = v.get('extra') or {}
+            if keep is None and v.get('auth_url') == server and \
+                    extra.get(VIM_DIGEST_KEY) == digest:
+                keep = v
+            else:
+                stale.append(v)
+        for v in stale:
+            self._delete_vim(context, v, hook)
+        if keep is not None:
+            vim_id = keep.get('id')
+            LOG.info('heatsible %s: Kubernetes VIM %s (%s) is registered '
+                     'already, unchanged', hook, name, vim_id)
+        else:
+            cred = {'bearer_token': token}
+            if ca:
+                cred['ssl_ca_cert'] = ca
+            cluster = vim.get('cluster')
+            body = {'vim': {
+                'name': name,
+                'description': 'Kubernetes cluster %s of VNF instance %s '
+                               '(registered by heatsible)' % (
+                                   cluster, _get(vnf_instance, 'id')),
+                'auth_url': server,
+                'vim_project': {'name': 'default'},
+                'auth_cred': cred,
+                'type': 'kubernetes',
+                'tenant_id': getattr(context, 'project_id', None),
+                'extra': {
+                    VIM_OWNER_KEY: str(_get(vnf_instance, 'id')),
+                    VIM_CLUSTER_KEY: cluster,
+                    VIM_DIGEST_KEY: digest},
+            }}
+            try:
+                created = registry.create(context, body)
+            except Exception as e:
+                _raise('heatsible %s: registering Kubernetes VIM %r (%s) '
+                       'in Tacker failed: %s' % (hook, name, server, e))
+            vim_id = created.get('id')
+            LOG.info('heatsible %s: registered Kubernetes VIM %s (%s) for '
+                     '%s', hook, name, vim_id, server)
+        stale_ids = {v.get('id') for v in stale}
+        before = self._connections(vnf_instance)
+        after = [c for c in before if _get(c, 'vim_id') not in stale_ids]
+        if vim_id not in [_get(c, 'vim_id') for c in after]:
+            after.append(registry.connection_info(vim_id, server))
+        if len(after) != len(before) or any(
+                a is not b for a, b in zip(after, before)):
+            vnf_instance.vim_connection_info = after
+            vnf_instance.save()
+        return vim_id
+
+    def _delete_vim(self, context, vim, hook):
+        try:
+            self._vim_registry().delete(context, vim.get('id'))
+        except Exception as e:
+            _raise('heatsible %s: deleting Kubernetes VIM %s (%s) from '
+                   'Tacker failed: %s' % (hook, vim.get('name'),
+                                          vim.get('id'), e))
+        LOG.info('heatsible %s: deleted Kubernetes VIM %s (%s)', hook,
+                 vim.get('name'), vim.get('id'))
+
+    def _unregister_vim(self, context, vnf_instance, params, hook):
+        """Delete this VNF's VIM called vim_name, and its vimConnectionInfo.
+
+        A VIM of that name that belongs to another cluster is left alone.
+        """
+        name = self._vim_name(vnf_instance, params)
+        ours, theirs = self._vims_named(context, vnf_instance, name, hook)
+        for v in theirs:
+            LOG.warning('heatsible %s: VIM %r (%s) belongs to another '
+                        'cluster; left alone', hook, name, v.get('id'))
+        if not ours:
+            LOG.info('heatsible %s: no Kubernetes VIM %r of this VNF to '
+                     'remove', hook, name)
+        for v in ours:
+            self._delete_vim(context, v, hook)
+        ids = {v.get('id') for v in ours}
+        before = self._connections(vnf_instance)
+        after = [c for c in before if _get(c, 'vim_id') not in ids]
+        if len(after) != len(before):
+            vnf_instance.vim_connection_info = after
+            vnf_instance.save()
+
+    @staticmethod
+    def _masked(result):
+        """result without the bearer token (what the hooks return)."""
+        vim = result.get('vim')
+        if isinstance(vim, dict) and vim.get('bearer_token'):
+            result = dict(result)
+            result['vim'] = dict(vim, bearer_token='***')
+        return result
+
+    def _run_and_register(self, operation, extra, context, vnf_instance,
+                          params, source, pkg, hook):
+        """A run that ends with the cluster registered as Tacker's VIM."""
+        if not self._vim_enabled():
+            return self._run(operation, extra, params, source, pkg)
+        # refused before anything runs, not after an hour of Ansible
+        self._refuse_foreign_vim(context, vnf_instance, params, hook)
+        result = self._run(operation, extra, params, source, pkg,
+                           vim_info=True)
+        self._register_vim(context, vnf_instance, params, result['vim'],
+                           hook)
+        return self._masked(result)
 
     @staticmethod
     def _nothing_to_do(hook, why='heatsible has nothing to do there'):
@@ -487,9 +901,11 @@ class HeatsibleMgmtDriver(_Base):
         params = self._additional_params(
             instantiate_vnf_request,
             _get(vnf_instance, 'instantiated_vnf_info'))
-        return self._run('instantiate-end', [], params,
-                         ['--stack', self._stack_id(vnf_instance, kwargs)],
-                         self._package_dir(context, vnf_instance, kwargs))
+        return self._run_and_register(
+            'instantiate-end', [], context, vnf_instance, params,
+            ['--stack', self._stack_id(vnf_instance, kwargs)],
+            self._package_dir(context, vnf_instance, kwargs),
+            'instantiate_end')
 
     def terminate_start(self, context, vnf_instance,
                         terminate_vnf_request, grant,
@@ -521,6 +937,12 @@ class HeatsibleMgmtDriver(_Base):
                       grant_request, **kwargs):
         path = self._topology_file(vnf_instance)
         info = _get(vnf_instance, 'instantiated_vnf_info')
+        params = self._action_params(terminate_vnf_request, info)
+        # The cluster is gone (Tacker deleted the stack): its VIM goes
+        # first, whatever heatsible's clean-up below does.
+        if self._vim_enabled():
+            self._unregister_vim(context, vnf_instance, params,
+                                 'terminate_end')
         if os.path.exists(path):
             source = ['--topology', path]
         elif _get(info, 'instance_id') or kwargs.get('stack_id'):
@@ -535,7 +957,6 @@ class HeatsibleMgmtDriver(_Base):
                 'state directory. Declare terminate_start in the VNFD to '
                 'have them removed.', path)
             return None
-        params = self._additional_params(terminate_vnf_request, info)
         result = self._run('terminate-end', [], params, source,
                            self._package_dir(context, vnf_instance, kwargs))
         if source[0] == '--topology':
@@ -566,7 +987,7 @@ class HeatsibleMgmtDriver(_Base):
             _raise('heatsible scale_start: scale_vnf_request.type %r is '
                    'neither SCALE_IN nor SCALE_OUT' % (kind,), EXIT_INVALID)
         info = _get(vnf_instance, 'instantiated_vnf_info')
-        params = self._additional_params(scale_vnf_request, info)
+        params = self._action_params(scale_vnf_request, info)
         if not self._scale_aspect_is_workers('scale_start', scale_vnf_request,
                                              params):
             return None
@@ -595,7 +1016,7 @@ class HeatsibleMgmtDriver(_Base):
             _raise('heatsible scale_end: scale_vnf_request.type %r is '
                    'neither SCALE_IN nor SCALE_OUT' % (kind,), EXIT_INVALID)
         info = _get(vnf_instance, 'instantiated_vnf_info')
-        params = self._additional_params(scale_vnf_request, info)
+        params = self._action_params(scale_vnf_request, info)
         if not self._scale_aspect_is_workers('scale_end', scale_vnf_request,
                                              params):
             return None
@@ -612,13 +1033,23 @@ class HeatsibleMgmtDriver(_Base):
               kwargs):
         info = _get(vnf_instance, 'instantiated_vnf_info')
         ids = _get(heal_vnf_request, 'vnfc_instance_id') or []
-        targets = (self._heal_targets(vnf_instance, ids) if ids
+        params = self._action_params(heal_vnf_request, info)
+        targets = (self._heal_targets(vnf_instance, ids, params) if ids
                    else [['--cluster']])
-        params = self._additional_params(heal_vnf_request, info)
         source = ['--stack', self._stack_id(vnf_instance, kwargs)]
         pkg = self._package_dir(context, vnf_instance, kwargs)
+        hook = operation.replace('-', '_')
+        if not ids and operation == 'heal-end':
+            # the new cluster is Tacker's Kubernetes VIM again
+            return self._run_and_register(operation, targets[0], context,
+                                          vnf_instance, params, source, pkg,
+                                          hook)
         if not ids:
-            return self._run(operation, targets[0], params, source, pkg)
+            # as Tacker's drivers: the old cluster's VIM goes at heal_start
+            result = self._run(operation, targets[0], params, source, pkg)
+            if self._vim_enabled():
+                self._unregister_vim(context, vnf_instance, params, hook)
+            return result
         # One run per VNFC (heatsible heals one node at a time), in order;
         # the first failure raises and the rest is not run. The message
         # says which runs were done.

@@ -8,174 +8,25 @@ document the way heatsible -o json does (recap on stdout, error on stderr),
 and exits with the code the test chose.
 """
 
+import copy
 import json
-import logging
 import os
 import shutil
-import stat
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import heatsible_mgmt_driver as shim  # noqa: E402
-
-# keep the driver's error logs out of the test output
-logging.getLogger(shim.__name__).addHandler(logging.NullHandler())
-
-FAKE = r'''#!/bin/sh
-# fake heatsible: record what it was given, answer like heatsible -o json
-out="$FAKE_DIR/seen"
-mkdir -p "$FAKE_DIR/calls"
-n=$(ls "$FAKE_DIR/calls" | wc -l)
-n=$((n + 1))
-: > "$out.argv"
-for a in "$@"; do printf '%s\n' "$a" >> "$out.argv"; done
-cp "$out.argv" "$FAKE_DIR/calls/$n"
-req=""
-save=""
-prev=""
-for a in "$@"; do
-  if [ "$prev" = "--request" ]; then req="$a"; fi
-  if [ "$prev" = "--save" ]; then save="$a"; fi
-  prev="$a"
-done
-stat -c '%a' "$req" > "$out.mode"
-cp "$req" "$out.request"
-printf '%s\n' "$req" > "$out.path"
-if [ -t 0 ]; then echo tty > "$out.stdin"; else cat > "$out.stdin"; fi
-echo "heatsible: $2: reading the cluster..." >&2
-rc="${FAKE_RC:-0}"
-# FAKE_FAIL_AT=N: only call N exits with FAKE_RC, the others with 0
-if [ -n "$FAKE_FAIL_AT" ] && [ "$FAKE_FAIL_AT" != "$n" ]; then rc=0; fi
-if [ "$rc" = 0 ] && [ -n "$save" ]; then echo 'cluster: k8s-a' > "$save"; fi
-if [ -n "$FAKE_STDOUT" ]; then printf '%s\n' "$FAKE_STDOUT"; fi
-if [ "$rc" != 0 ] && [ -n "$FAKE_STDERR" ]; then
-  printf '%s\n' "$FAKE_STDERR" >&2
-fi
-exit "$rc"
-'''
-
-PASSWORDS = ['test-password-m', 'test-password-w', 'test-password-s',
-             'test-password-a']
-
-PARAMS = {
-    'k8s_cluster_installation_param': {
-        'master_node': {'aspect_id': 'master_instance',
-                        'username': 'ubuntu', 'password': PASSWORDS[0]},
-        'worker_node': {'aspect_id': 'worker_instance',
-                        'username': 'ubuntu', 'password': PASSWORDS[1]},
-        'storage_server': {'ssh_cp_name': 'storage_server_CP',
-                           'username': 'ubuntu', 'password': PASSWORDS[2]},
-        'ansible': {'ip_address': '10.10.0.5', 'username': 'ansible',
-                    'password': PASSWORDS[3]},
-    },
-}
-
-KNOWN_HOSTS = '/etc/heatsible/known_hosts'
+from shim_fakes import (CONTEXT, KNOWN_HOSTS, PARAMS, PASSWORDS,
+                        FakeHeatsibleCase,
+                        FakeVims, Obj, scale_request, shim, vnf_instance,
+                        vnfc)
 
 
-class Obj(object):
-    def __init__(self, **kw):
-        self.__dict__.update(kw)
-
-
-def vnfc(vnfc_id, vdu_id, server_id):
-    return Obj(id=vnfc_id, vdu_id=vdu_id,
-               compute_resource=Obj(
-                   resource_id=server_id,
-                   vim_level_resource_type='OS::Nova::Server'))
-
-
-def vnf_instance(instance_id='stack-1234', vnfcs=None):
-    if vnfcs is None:
-        vnfcs = [vnfc('vnfc-storage', 'storage_server', 'server-s'),
-                 vnfc('vnfc-master0', 'masterNode', 'server-m0'),
-                 vnfc('vnfc-worker1', 'workerNode', 'server-w1'),
-                 vnfc('vnfc-worker2', 'workerNode', 'server-w2')]
-    info = Obj(instance_id=instance_id, additional_params=PARAMS,
-               vnfc_resource_info=vnfcs)
-    return Obj(id='vnf-1', vnfd_id='vnfd-1', instantiated_vnf_info=info)
-
-
-def scale_request(kind, aspect='worker_instance', steps=1):
-    return Obj(type=kind, aspect_id=aspect, number_of_steps=steps,
-               additional_params={'is_reverse': 'False'})
-
-
-class ShimTest(unittest.TestCase):
-
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix='heatsible-shim-test-')
-        bindir = os.path.join(self.dir, 'bin')
-        os.mkdir(bindir)
-        fake = os.path.join(bindir, 'heatsible')
-        with open(fake, 'w') as f:
-            f.write(FAKE)
-        os.chmod(fake, 0o755)
-        self.saved = dict(os.environ)
-        os.environ['PATH'] = bindir + os.pathsep + os.environ.get('PATH', '')
-        os.environ['FAKE_DIR'] = self.dir
-        os.environ['HEATSIBLE_PACKAGE_DIR'] = '/srv/pkg'
-        os.environ['HEATSIBLE_KNOWN_HOSTS'] = KNOWN_HOSTS
-        os.environ['HEATSIBLE_TOPOLOGY_DIR'] = os.path.join(self.dir, 'topo')
-        for k in ('HEATSIBLE_BIN', 'FAKE_RC', 'FAKE_STDOUT', 'FAKE_STDERR',
-                  'FAKE_FAIL_AT', 'HEATSIBLE_STORAGE_VDU_IDS'):
-            os.environ.pop(k, None)
-        self.driver = shim.HeatsibleMgmtDriver()
-
-    def tearDown(self):
-        os.environ.clear()
-        os.environ.update(self.saved)
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def seen(self, what):
-        with open(os.path.join(self.dir, 'seen.' + what)) as f:
-            return f.read()
-
-    def calls(self):
-        """Every argv the fake got, in order, with the request path as REQ.
-
-        Also checks what every call must hold: no password in the argv,
-        a 0600 request file (checked for the last call by the fake).
-        """
-        d = os.path.join(self.dir, 'calls')
-        if not os.path.isdir(d):
-            return []
-        out = []
-        for name in sorted(os.listdir(d), key=int):
-            with open(os.path.join(d, name)) as f:
-                text = f.read()
-            for pw in PASSWORDS:
-                self.assertNotIn(pw, text)
-            argv = text.splitlines()
-            if '--request' in argv:
-                i = argv.index('--request') + 1
-                self.assertFalse(os.path.exists(argv[i]),
-                                 'request file left behind')
-                argv[i] = 'REQ'
-            out.append(argv)
-        if out:
-            self.assertEqual(self.seen('mode').strip(), '600')
-        return out
-
-    def fake(self, rc, stdout=None, stderr=None, fail_at=None):
-        os.environ['FAKE_RC'] = str(rc)
-        if stdout is not None:
-            os.environ['FAKE_STDOUT'] = json.dumps(stdout, indent=2)
-        if stderr is not None:
-            os.environ['FAKE_STDERR'] = json.dumps(stderr, indent=2)
-        if fail_at is not None:
-            os.environ['FAKE_FAIL_AT'] = str(fail_at)
-
-    def tail(self, source=('--stack', 'stack-1234')):
-        """What every run's argv ends with."""
-        return (['--request', 'REQ', '--package', '/srv/pkg'] + list(source)
-                + ['-o', 'json', '--known-hosts', KNOWN_HOSTS])
+class ShimTest(FakeHeatsibleCase):
 
     def instantiate(self):
-        req = Obj(additional_params=PARAMS)
-        return self.driver.instantiate_end(None, vnf_instance(), req,
+        req = Obj(additional_params=vnf_instance(
+            ).instantiated_vnf_info.additional_params)
+        return self.driver.instantiate_end(CONTEXT, vnf_instance(), req,
                                            None, None)
 
     # ---- request file, stdin, exit codes (every hook shares them) -------
@@ -187,10 +38,12 @@ class ShimTest(unittest.TestCase):
         self.assertEqual(result['changed'], 3)
         argv = self.seen('argv').splitlines()
         req = self.seen('path').strip()
+        vim = self.seen('vimpath').strip()
         self.assertEqual(argv, ['run', 'instantiate-end', '--request', req,
                                 '--package', '/srv/pkg', '--stack',
                                 'stack-1234', '-o', 'json', '--known-hosts',
-                                KNOWN_HOSTS])
+                                KNOWN_HOSTS, '--vim-info', vim])
+        self.assertEqual(os.path.dirname(vim), os.path.dirname(req))
         # no password in argv
         for pw in PASSWORDS:
             self.assertNotIn(pw, self.seen('argv'))
@@ -238,8 +91,8 @@ class ShimTest(unittest.TestCase):
     def test_task_failure_keeps_the_recap(self):
         recap = {'ok': False, 'exit_code': 4, 'record': '/r',
                  'recap': {'storage-server': {'failed': 1}}}
-        self.fake(4, stdout=recap, stderr={'ok': False, 'exit_code': 4,
-                                          'error': 'task failed (log: /r)'})
+        self.fake(4, stdout=recap, stderr={
+            'ok': False, 'exit_code': 4, 'error': 'task failed (log: /r)'})
         with self.assertRaises(shim.HeatsibleError) as cm:
             self.instantiate()
         self.assertEqual(cm.exception.result['record'], '/r')
@@ -282,13 +135,17 @@ class ShimTest(unittest.TestCase):
                               ignore_errors=True)
                 self.fake(0, stdout={'ok': True, 'exit_code': 0})
                 getattr(self.driver, hook)(
-                    None, inst,
+                    CONTEXT, inst,
                     Obj(vnfc_instance_id=ids, additional_params={}),
                     None, None)
                 op = hook.replace('_', '-')
                 stack = inst.instantiated_vnf_info.instance_id
+                # heal_end of the whole VNF registers Tacker's VIM again
+                vim = (['--vim-info', 'VIM']
+                       if targets == [['--cluster']] and hook == 'heal_end'
+                       else [])
                 self.assertEqual(self.calls(), [
-                    ['run', op] + t + self.tail(('--stack', stack))
+                    ['run', op] + t + self.tail(('--stack', stack)) + vim
                     for t in targets])
 
     def test_heal_of_several_vnfcs_stops_at_the_first_failure(self):
@@ -297,7 +154,7 @@ class ShimTest(unittest.TestCase):
                   fail_at=2)
         with self.assertRaises(shim.HeatsibleError) as cm:
             self.driver.heal_start(
-                None, vnf_instance(),
+                CONTEXT, vnf_instance(),
                 Obj(vnfc_instance_id=['vnfc-storage', 'vnfc-worker1',
                                       'vnfc-worker2']), None, None)
         calls = self.calls()
@@ -321,7 +178,7 @@ class ShimTest(unittest.TestCase):
             with self.subTest(ids=ids):
                 self.fake(0)
                 with self.assertRaises(shim.HeatsibleError) as cm:
-                    self.driver.heal_end(None, inst,
+                    self.driver.heal_end(CONTEXT, inst,
                                          Obj(vnfc_instance_id=ids),
                                          None, None)
                 self.assertIn(needle, str(cm.exception))
@@ -331,11 +188,75 @@ class ShimTest(unittest.TestCase):
     def test_storage_vdu_ids_from_the_environment(self):
         os.environ['HEATSIBLE_STORAGE_VDU_IDS'] = 'nfs, workerNode'
         self.fake(0)
-        self.driver.heal_end(None, vnf_instance(),
+        self.driver.heal_end(CONTEXT, vnf_instance(),
                              Obj(vnfc_instance_id=['vnfc-worker1']),
                              None, None)
         self.assertEqual(self.calls()[0][:3],
                          ['run', 'heal-end', '--storage-server'])
+
+    def test_storage_server_told_by_its_cp_as_tacker_does(self):
+        # Tacker: the VNFC with a vnfc_cp_info cpd_id equal to
+        # storage_server.nic_cp_name (its vdu_id does not matter)
+        inst = vnf_instance(vnfcs=[
+            vnfc('vnfc-nfs', 'VDU_nfs', 'server-s',
+                 cps=['storage_server_CP']),
+            vnfc('vnfc-w', 'storage_server', 'server-w',
+                 cps=['workerNode_CP2'])])
+        self.fake(0)
+        self.driver.heal_start(CONTEXT, inst,
+                               Obj(vnfc_instance_id=['vnfc-w', 'vnfc-nfs']),
+                               None, None)
+        self.assertEqual([c[:4] for c in self.calls()], [
+            ['run', 'heal-start', '--storage-server', '--request'],
+            ['run', 'heal-start', '--vnfc-resource-id', 'server-w']])
+
+    def test_where_ansible_runs(self):
+        no_ansible = copy.deepcopy(PARAMS)
+        del no_ansible['k8s_cluster_installation_param']['ansible']
+        for env, params, where in [
+                ({}, PARAMS, []),
+                # Tacker's PV guide request has no "ansible"
+                ({}, no_ansible, ['--local']),
+                ({'HEATSIBLE_ANSIBLE_HOST': 'local'}, PARAMS, ['--local']),
+                ({'HEATSIBLE_ANSIBLE_HOST': '10.0.0.7'}, no_ansible,
+                 ['--ansible-host', '10.0.0.7'])]:
+            with self.subTest(env=env, where=where):
+                shutil.rmtree(os.path.join(self.dir, 'calls'),
+                              ignore_errors=True)
+                os.environ.pop('HEATSIBLE_ANSIBLE_HOST', None)
+                os.environ.update(env)
+                self.fake(0)
+                self.driver.heal_end(CONTEXT, vnf_instance(params=params),
+                                     Obj(vnfc_instance_id=['vnfc-worker1']),
+                                     None, None)
+                self.assertEqual(self.calls(), [
+                    ['run', 'heal-end', '--vnfc-resource-id', 'server-w1']
+                    + self.tail(where=where)])
+
+    def test_request_params_merged_as_tacker_does(self):
+        # A heal/scale request written for Tacker's drivers may carry part
+        # of k8s_cluster_installation_param, or new node credentials; the
+        # storage server and PVs always come from the instantiation.
+        req_params = {
+            'k8s_cluster_installation_param': {
+                'worker_node': {'aspect_id': 'worker_instance',
+                                'username': 'w2', 'password': 'pw-w2'},
+                'storage_server': {'ssh_cp_name': 'ignored'}},
+            'master_node_username': 'm2', 'master_node_password': 'pw-m2'}
+        self.fake(0)
+        self.driver.scale_end(CONTEXT, vnf_instance(),
+                              Obj(type='SCALE_OUT',
+                                  aspect_id='worker_instance',
+                                  additional_params=req_params),
+                              None, None, scale_out_id_list=['s1'])
+        want = copy.deepcopy(PARAMS)
+        k8s = want['k8s_cluster_installation_param']
+        k8s['worker_node'] = req_params[
+            'k8s_cluster_installation_param']['worker_node']
+        k8s['master_node']['username'] = 'm2'
+        k8s['master_node']['password'] = 'pw-m2'
+        self.assertEqual(self.requests(), [want])
+        self.assertNotIn('pw-m2', ' '.join(self.calls()[0]))
 
     # ---- scale ----------------------------------------------------------
 
@@ -364,7 +285,7 @@ class ShimTest(unittest.TestCase):
                 shutil.rmtree(os.path.join(self.dir, 'calls'),
                               ignore_errors=True)
                 self.fake(0, stdout={'ok': True, 'exit_code': 0})
-                getattr(self.driver, hook)(None, vnf_instance(),
+                getattr(self.driver, hook)(CONTEXT, vnf_instance(),
                                            scale_request(kind), None, None,
                                            **kwargs)
                 self.assertEqual(self.calls(), [want + self.tail()])
@@ -384,7 +305,7 @@ class ShimTest(unittest.TestCase):
             with self.subTest(hook=hook, kind=kind, aspect=aspect):
                 self.fake(0)
                 r = getattr(self.driver, hook)(
-                    None, vnf_instance(), scale_request(kind, aspect),
+                    CONTEXT, vnf_instance(), scale_request(kind, aspect),
                     None, None, **kwargs)
                 self.assertIsNone(r)
                 self.assertEqual(self.calls(), [])
@@ -400,7 +321,7 @@ class ShimTest(unittest.TestCase):
                 self.fake(0)
                 with self.assertRaises(shim.HeatsibleError) as cm:
                     getattr(self.driver, hook)(
-                        None, vnf_instance(),
+                        CONTEXT, vnf_instance(),
                         scale_request(kind, 'master_instance'), None, None,
                         **kwargs)
                 msg = str(cm.exception)
@@ -412,7 +333,7 @@ class ShimTest(unittest.TestCase):
     def test_scale_in_without_victims_is_refused(self):
         self.fake(0)
         with self.assertRaises(shim.HeatsibleError) as cm:
-            self.driver.scale_start(None, vnf_instance(),
+            self.driver.scale_start(CONTEXT, vnf_instance(),
                                     scale_request('SCALE_IN'), None, None,
                                     scale_name_list=[], scale_out_id_list=[])
         self.assertIn('no scale-in victims', str(cm.exception))
@@ -422,7 +343,7 @@ class ShimTest(unittest.TestCase):
         self.fake(2, stderr={'ok': False, 'exit_code': 2,
                              'error': '"w9" is not a node of cluster k8s-a'})
         with self.assertRaises(shim.HeatsibleError) as cm:
-            self.driver.scale_start(None, vnf_instance(),
+            self.driver.scale_start(CONTEXT, vnf_instance(),
                                     scale_request('SCALE_IN'), None, None,
                                     scale_name_list=['w9'])
         self.assertIn('heatsible scale-start failed (exit code 2',
@@ -444,7 +365,7 @@ class ShimTest(unittest.TestCase):
     def test_terminate(self):
         self.fake(0, stdout={'ok': True, 'exit_code': 0})
         topo = self.topology_file()
-        self.driver.terminate_start(None, vnf_instance(), Obj(), None, None,
+        self.driver.terminate_start(CONTEXT, vnf_instance(), Obj(), None, None,
                                     vnf={})
         self.assertEqual(self.calls(), [
             ['topology', '--request', 'REQ', '--stack', 'stack-1234',
@@ -452,7 +373,8 @@ class ShimTest(unittest.TestCase):
         self.assertTrue(os.path.exists(topo))
         self.assertEqual(os.stat(os.path.dirname(topo)).st_mode & 0o777,
                          0o700)
-        self.driver.terminate_end(None, self.terminated(), Obj(), None, None)
+        self.driver.terminate_end(CONTEXT, self.terminated(), Obj(), None,
+                                  None)
         self.assertEqual(self.calls()[1], ['run', 'terminate-end'] +
                          self.tail(('--topology', topo)))
         self.assertEqual(json.loads(self.seen('request')), PARAMS)
@@ -465,7 +387,7 @@ class ShimTest(unittest.TestCase):
         self.fake(3, stderr={'ok': False, 'exit_code': 3,
                              'error': 'connecting to the Ansible host'})
         with self.assertRaises(shim.HeatsibleError) as cm:
-            self.driver.terminate_end(None, self.terminated(), Obj(),
+            self.driver.terminate_end(CONTEXT, self.terminated(), Obj(),
                                       None, None)
         self.assertEqual(cm.exception.exit_code, 3)
         self.assertTrue(os.path.exists(self.topology_file()))
@@ -479,16 +401,16 @@ class ShimTest(unittest.TestCase):
         self.fake(5, stderr={'ok': False, 'exit_code': 5,
                              'error': 'no OpenStack credentials'})
         self.assertIsNone(self.driver.terminate_start(
-            None, vnf_instance(), Obj(), None, None))
+            CONTEXT, vnf_instance(), Obj(), None, None))
         self.assertFalse(os.path.exists(self.topology_file()))
         self.assertEqual(len(self.calls()), 1)
         # then terminate_end has no way to name the cluster: runs nothing
         self.fake(0)
         self.assertIsNone(self.driver.terminate_end(
-            None, self.terminated(), Obj(), None, None))
+            CONTEXT, self.terminated(), Obj(), None, None))
         self.assertEqual(len(self.calls()), 1)
         # unless Tacker still has the stack id
-        self.driver.terminate_end(None, vnf_instance(), Obj(), None, None)
+        self.driver.terminate_end(CONTEXT, vnf_instance(), Obj(), None, None)
         self.assertEqual(self.calls()[1], ['run', 'terminate-end'] +
                          self.tail())
 
@@ -500,9 +422,9 @@ class ShimTest(unittest.TestCase):
         for hook in ('instantiate_start',
                      'change_external_connectivity_start',
                      'change_external_connectivity_end'):
-            getattr(self.driver, hook)(None, inst, Obj(), None, None)
-        self.driver.modify_information_start(None, inst, Obj())
-        self.driver.modify_information_end(None, inst, Obj())
+            getattr(self.driver, hook)(CONTEXT, inst, Obj(), None, None)
+        self.driver.modify_information_start(CONTEXT, inst, Obj())
+        self.driver.modify_information_end(CONTEXT, inst, Obj())
         self.assertEqual(self.calls(), [])
 
     def test_type_and_name(self):
@@ -550,8 +472,31 @@ class RealHeatsibleTest(unittest.TestCase):
                        vnfc('vnfc-storage', 'storage_server', 'server-s'),
                        vnfc('vnfc-worker1', 'workerNode', 'server-w1')])
         self.inst = Obj(id='vnf-1', vnfd_id='vnfd-1',
-                        instantiated_vnf_info=info)
+                        instantiated_vnf_info=info, vim_connection_info=[])
         self.driver = shim.HeatsibleMgmtDriver()
+        self.driver.vims = FakeVims()
+        if not self.has_vim_info():
+            # a heatsible from before the VIM contract: the hooks' other
+            # flags are still checked, without --vim-info
+            self.driver.register_vim = False
+
+    @staticmethod
+    def has_vim_info():
+        import subprocess
+        out = subprocess.run(
+            [os.environ['HEATSIBLE_REAL_BIN'], 'run', '--help'],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            universal_newlines=True, check=False).stdout
+        return '--vim-info' in out
+
+    def test_vim_info_flag_is_accepted(self):
+        if not self.has_vim_info():
+            self.skipTest('this heatsible has no --vim-info yet (the Go '
+                          'side of docs/hooks.md\'s VIM contract)')
+        code, msg = self.exit_code(
+            self.driver.instantiate_end, Obj(additional_params=None),
+            None, None)
+        self.assertEqual(code, 5, msg)
 
     def tearDown(self):
         os.environ.clear()
@@ -560,7 +505,7 @@ class RealHeatsibleTest(unittest.TestCase):
 
     def exit_code(self, fn, *args, **kwargs):
         with self.assertRaises(shim.HeatsibleError) as cm:
-            fn(None, self.inst, *args, **kwargs)
+            fn(CONTEXT, self.inst, *args, **kwargs)
         return cm.exception.exit_code, str(cm.exception)
 
     def test_every_hook_argv_is_accepted(self):
@@ -589,7 +534,7 @@ class RealHeatsibleTest(unittest.TestCase):
     def test_terminate_with_the_saved_topology(self):
         # terminate_start cannot read Heat here: logged, nothing saved
         self.assertIsNone(self.driver.terminate_start(
-            None, self.inst, Obj(), None, None))
+            CONTEXT, self.inst, Obj(), None, None))
         topo = os.path.join(self.dir, 'topo', 'vnf-1.topology.yaml')
         self.assertFalse(os.path.exists(topo))
         # as if it had: the fixture topology

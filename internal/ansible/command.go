@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path"
 	"regexp"
 	"slices"
 	"sort"
@@ -78,6 +79,13 @@ type RunOptions struct {
 	Stderr io.Writer
 	// Logger gets debug and warning messages (slog.Default() if nil).
 	Logger *slog.Logger
+	// Collect are files the playbook writes into its bundle (paths
+	// relative to the bundle's root, e.g. "vim-info.json"), read back into
+	// Result.Collected once ansible-playbook has exited and before the
+	// bundle (or its staging directory on the Ansible host) is removed; a
+	// missing one is skipped. It is how a value no event may carry (a
+	// token) reaches heatsible: written by a no_log task, never printed.
+	Collect []string
 }
 
 func (o RunOptions) logger() *slog.Logger {
@@ -312,6 +320,25 @@ type Result struct {
 	Stderr string
 	// Started and Finished bracket the run.
 	Started, Finished time.Time
+	// Collected maps each file of RunOptions.Collect that the run wrote to
+	// its content. It may hold secrets: it is never marshalled, logged or
+	// recorded (the caller takes what it needs and drops the map).
+	Collected map[string][]byte `json:"-"`
+}
+
+// MaxCollect is the largest file RunOptions.Collect reads back.
+const MaxCollect = 1 << 20
+
+// checkCollect refuses a Collect path that is not a plain relative path
+// inside the bundle, or that names one of the bundle's own files.
+func checkCollect(b *Bundle, rels []string) error {
+	for _, rel := range rels {
+		clean := path.Clean(rel)
+		if clean != rel || path.IsAbs(clean) || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") || b.reserved(clean) {
+			return fmt.Errorf("collect %q: want a relative path inside the bundle, outside its own files", rel)
+		}
+	}
+	return nil
 }
 
 // FailedHosts returns the hosts with failed tasks, sorted.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	osexec "os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,6 +31,9 @@ type LocalRunner struct{}
 func (LocalRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (*Result, error) {
 	argv, err := Command(b, b.Dir, opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkCollect(b, opts.Collect); err != nil {
 		return nil, err
 	}
 	dir := opts.Dir
@@ -58,6 +62,7 @@ func (LocalRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (*Result
 	code := px.wait()
 	running()
 	res := r.finish(code)
+	res.Collected = collectLocal(b.Dir, opts.Collect)
 
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("ansible-playbook cancelled: %w", ctx.Err())
@@ -223,4 +228,28 @@ func (pc *procCmd) Wait() error {
 		return &osexec.ExitError{ProcessState: pc.c.ProcessState}
 	}
 	return err
+}
+
+// collectLocal reads (then removes) the files of rels the run wrote under
+// dir: a file the bundle no longer needs holds nothing for whoever finds
+// the bundle left behind.
+func collectLocal(dir string, rels []string) map[string][]byte {
+	var out map[string][]byte
+	for _, rel := range rels {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		st, err := os.Lstat(p)
+		if err != nil || !st.Mode().IsRegular() || st.Size() > MaxCollect {
+			continue
+		}
+		data, err := os.ReadFile(p)
+		_ = os.Remove(p)
+		if err != nil {
+			continue
+		}
+		if out == nil {
+			out = map[string][]byte{}
+		}
+		out[rel] = data
+	}
+	return out
 }

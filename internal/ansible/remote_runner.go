@@ -120,6 +120,9 @@ func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (re
 	if err != nil {
 		return nil, err
 	}
+	if err := checkCollect(b, opts.Collect); err != nil {
+		return nil, err
+	}
 	dir := opts.Dir
 	if dir == "" {
 		dir = stage
@@ -133,6 +136,21 @@ func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (re
 	code, runErr := c.Run(ctx, script, r.out, r.errw)
 	running()
 	res = r.finish(code)
+	if runErr == nil {
+		// Before the deferred removal of the staging directory.
+		for _, rel := range opts.Collect {
+			data, ok, err := c.ReadFile(ctx, stage+"/"+rel, MaxCollect)
+			if err != nil {
+				return res, fmt.Errorf("reading back %s from the Ansible host: %w", rel, err)
+			}
+			if ok {
+				if res.Collected == nil {
+					res.Collected = map[string][]byte{}
+				}
+				res.Collected[rel] = data
+			}
+		}
+	}
 	if runErr != nil {
 		res.ExitCode = -1
 		if errors.Is(runErr, remote.ErrUnreachable) {

@@ -8,7 +8,8 @@ import (
 
 // apiRule makes the kube-apiserver's port unreachable from master-0 (an ip
 // rule in master-0's network namespace: the API server is gone as far as
-// kubectl there can tell; nothing else on the bed is affected).
+// kubectl there can tell, also through master-0's forward of it, which
+// then closes every connection; nothing else on the bed is affected).
 var apiRule = []string{"ip", "rule", "add", "to", "10.231.0.1/32", "ipproto", "tcp", "dport", "26443", "unreachable"}
 
 func (b *bed) apiDown(t *testing.T) {
@@ -18,6 +19,14 @@ func (b *bed) apiDown(t *testing.T) {
 	if _, err := b.try("master-0", kubectlArgv("get", "--raw", "/readyz", "--request-timeout=3s")...); err == nil {
 		t.Fatal("master-0 still reaches the API server with the rule in place")
 	}
+}
+
+// masterAPI is the API server's URL in master-0's admin kubeconfig: its
+// forward https://10.231.0.12:6443 on a bed that has one (docs/testbed.md),
+// else the machine's kube-apiserver, https://10.231.0.1:26443.
+func (b *bed) masterAPI(t *testing.T) string {
+	t.Helper()
+	return strings.TrimSpace(b.kubectl(t, "config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}"))
 }
 
 // apiUp removes the rule (every copy of it).
@@ -68,7 +77,7 @@ func TestAPIServerDown(t *testing.T) {
 		if code != 4 {
 			t.Fatalf("exit %d, want 4 (a task failed)\n%s", code, tail(errs, 30))
 		}
-		wantMsg := "the Kubernetes API server https://10.231.0.1:26443 did not answer " + master + " within 60 s"
+		wantMsg := "the Kubernetes API server " + b.masterAPI(t) + " did not answer " + master + " within 60 s"
 		if !strings.Contains(errs, wantMsg) || !strings.Contains(errs, "Nothing was changed") {
 			t.Errorf("the error does not say %q and that nothing was changed:\n%s", wantMsg, tail(errs, 20))
 		}

@@ -33,6 +33,9 @@ type phaseRunner struct {
 	result *ansible.Result
 	// emptyPlaybook: heatsible's playbook ran on no host at all.
 	emptyPlaybook bool
+	// vimInfo is what the k8s_vim role left in VIMInfoFile (it holds the
+	// VIM's token), nil when it left nothing.
+	vimInfo []byte
 }
 
 // skipKubespray says why kubespray and the files handed to it are left
@@ -133,7 +136,15 @@ func (p *phaseRunner) runPhase(ctx context.Context, ph Phase) error {
 	case PhasePlaybook:
 		ro := base
 		ro.Check, ro.Diff, ro.Limit, ro.Tags = o.Check, o.Check, o.Limit, o.Tags
+		if p.files.VIM != nil && !o.Check {
+			ro.Collect = []string{VIMInfoFile}
+		}
 		res, err := p.runner.Run(ctx, p.bundle, ro)
+		if res != nil {
+			// The token stays here, out of the result that reports and
+			// records are made from.
+			p.vimInfo, res.Collected = res.Collected[VIMInfoFile], nil
+		}
 		p.add(res)
 		if err == nil && res != nil && len(res.Recap) == 0 && o.Limit == "" {
 			p.emptyPlaybook = true

@@ -48,6 +48,9 @@ type Plan struct {
 	// Kubespray is what the kubespray steps hand kubespray (nil when the
 	// operation runs no kubespray playbook).
 	Kubespray *KubesprayPlan `json:"kubespray,omitempty"`
+	// VIM is where Tacker's Kubernetes VIM will point (nil when the
+	// operation prepares none).
+	VIM *VIMEndpoint `json:"vim,omitempty"`
 }
 
 // KubesprayPlan is what every kubespray step of a plan gets besides its
@@ -117,6 +120,9 @@ func MakePlan(ctx context.Context, o PlanOptions) (*Plan, error) {
 		}
 	}
 	p.Operation, p.Cluster = o.Operation, t.Cluster
+	if files.VIM != nil && vimLeftOut(files, o.Limit, o.Tags) == "" {
+		p.VIM = files.VIM
+	}
 	p.Steps = withPhases(p.Steps, files, skipKubespray(false, o.Tags, o.Limit))
 	for _, ph := range files.Phases {
 		if ph.Kind == PhaseKubespray {

@@ -70,12 +70,13 @@ func TestPlanTags(t *testing.T) {
 		tags  []string
 		runs  []bool
 	}{
-		{"", nil, []bool{true, true, true}},
-		{"", []string{"nfs_client"}, []bool{false, true, false}},
-		{"", []string{"all"}, []bool{true, true, true}},
-		{"", []string{"nfs_server", "pv_register"}, []bool{true, false, true}},
-		{"storage-server", nil, []bool{true, false, false}},
-		{"kube_node", []string{"pv_register"}, []bool{false, false, false}},
+		{"", nil, []bool{true, true, true, true}},
+		{"", []string{"nfs_client"}, []bool{false, true, false, false}},
+		{"", []string{"all"}, []bool{true, true, true, true}},
+		{"", []string{"nfs_server", "pv_register"}, []bool{true, false, true, false}},
+		{"", []string{"k8s_vim"}, []bool{false, false, false, true}},
+		{"storage-server", nil, []bool{true, false, false, false}},
+		{"kube_node", []string{"pv_register"}, []bool{false, false, false, false}},
 	}
 	for _, tt := range tests {
 		p, err := PlanFiles(f.Playbook, f.Inventory, tt.limit, tt.tags)
@@ -127,7 +128,7 @@ func TestPlanMatchesAnsible(t *testing.T) {
 				t.Fatalf("ansible-playbook --list-hosts: %v\n%s", err, out)
 			}
 			want := listHosts(string(out))
-			if limit == "" && (len(want) != 3 || len(want[1]) != 4) {
+			if limit == "" && (len(want) != 4 || len(want[1]) != 4) {
 				t.Fatalf("could not read ansible's --list-hosts output: %v\n%s", want, out)
 			}
 			p, err := PlanFiles(f.Playbook, f.Inventory, limit, nil)

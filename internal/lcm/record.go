@@ -274,6 +274,14 @@ func (r *record) writeFile(rel string, data []byte) error {
 	return f.Close()
 }
 
+// learn adds secrets found during the run (the VIM's token) to the
+// record's masker, before the recap, the error and the report are written.
+func (r *record) learn(secrets ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.mask = redact.New(append(r.mask.Secrets(), secrets...)...)
+}
+
 // onEvent records each event, then passes it on.
 func (r *record) onEvent(next func(ansible.Event)) func(ansible.Event) {
 	return func(e ansible.Event) {

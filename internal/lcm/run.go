@@ -83,6 +83,10 @@ type Outcome struct {
 	Duration  time.Duration
 	// Record is the run record's directory (see record.go).
 	Record string
+	// VIM is Tacker's Kubernetes VIM the run prepared (nil: none; see
+	// vim.go). Its BearerToken is a secret: every masker of the run knows
+	// it, and only -o json's "vim" and the --vim-info file may show it.
+	VIM *VIM
 }
 
 // Run runs an operation: topology, lock, bundle, ansible-playbook, recap.
@@ -242,11 +246,71 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (_ *Outcome, runErr e
 		// that is a run that did nothing, never a success.
 		return out, fail.With(fail.Internal, fmt.Errorf("ansible-playbook ran on no host at all (the inventory did not load, or matched nothing); see its warnings above"))
 	}
+	if files.VIM != nil {
+		if out.VIM, err = ph.finishVIM(t, rec); err != nil {
+			return out, err
+		}
+	}
 	if op.Name == OpTerminateEnd && !o.Check {
 		lock.Remove()
 		removeLock = true
 	}
 	return out, nil
+}
+
+// finishVIM builds Tacker's Kubernetes VIM from what the k8s_vim role left,
+// teaches the record's masker its token, and says what was prepared (or
+// why nothing was: check mode, --tags or --limit leaving the role out).
+func (p *phaseRunner) finishVIM(t *topology.Topology, rec *record) (*VIM, error) {
+	e := *p.files.VIM
+	master := t.ByRole(topology.RoleMaster)[0].Name
+	if p.o.Check {
+		p.say("check mode: Tacker's Kubernetes VIM is not prepared; the run creates (or keeps) ServiceAccount %s/%s on %s and reports %s",
+			VIMNamespace, VIMServiceAccount, master, e)
+		return nil, nil
+	}
+	if p.vimInfo == nil {
+		if why := vimLeftOut(p.files, p.o.Limit, p.o.Tags); why != "" {
+			p.say("Tacker's Kubernetes VIM: not prepared (%s)", why)
+			return nil, nil
+		}
+		return nil, fail.With(fail.Internal, fmt.Errorf("the %s role ran on %s but left no VIM info (%s): no VIM was prepared", VIMRole, master, VIMInfoFile))
+	}
+	vo, err := buildVIM(e, p.vimInfo, p.o.Request, t.Cluster, master, time.Now())
+	p.vimInfo = nil
+	if err != nil {
+		return nil, fail.With(fail.HostFailed, err)
+	}
+	rec.learn(vo.VIM.BearerToken)
+	for _, w := range vo.Warnings {
+		p.say("warning: %s", w)
+	}
+	p.say("%s", vo.Summary)
+	return vo.VIM, nil
+}
+
+// vimLeftOut says why --limit or --tags keep the k8s_vim role from running,
+// or "" when it runs.
+func vimLeftOut(f *Files, limit string, tags []string) string {
+	plan, err := PlanFiles(f.Playbook, f.Inventory, limit, tags)
+	if err != nil {
+		return ""
+	}
+	for _, st := range plan.Steps {
+		for _, r := range st.Roles {
+			if r.Name != VIMRole {
+				continue
+			}
+			switch {
+			case !r.Selected:
+				return "--tags/--role leave " + VIMRole + " out"
+			case !st.Runs:
+				return st.Skip
+			}
+			return ""
+		}
+	}
+	return "the playbook has no " + VIMRole + " play"
 }
 
 // load is what run and plan share: the operation checked, the topology read
@@ -346,6 +410,14 @@ func PrepareOp(req *params.Request, t *topology.Topology, pkgDir string, op Op, 
 			}
 			d.LBRoutes = append(d.LBRoutes, playbooks.Route{Name: n.Name, Address: n.Address})
 		}
+	}
+	if op.preparesVIM() {
+		e, err := vimEndpoint(req, t, pkgDir)
+		if err != nil {
+			return nil, err
+		}
+		f.VIM = &e
+		d.VIM, d.VIMHost, d.VIMPort = true, e.Host, e.Port
 	}
 	pb, err := playbooks.Render(tmpl, d)
 	if err != nil {

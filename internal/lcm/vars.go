@@ -46,6 +46,10 @@ type Files struct {
 	KubesprayRoot            string
 	KubesprayVars            map[string]any
 	KubesprayVarsYAML        []byte
+
+	// VIM is where Tacker's Kubernetes VIM will point (nil: the operation
+	// prepares none); see vim.go.
+	VIM *VIMEndpoint
 }
 
 // ExternalLBScript is where the external load balancer's script (the

@@ -2,7 +2,9 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -199,4 +201,38 @@ func (c *Client) WriteFile(ctx context.Context, p string, data []byte, perm fs.F
 		return fmt.Errorf("writing %s:%s: %w", c.addr, p, err)
 	}
 	return nil
+}
+
+// ReadFile reads the remote file p over SFTP, at most limit bytes (a larger
+// file is an error). A missing file returns (nil, false, nil).
+func (c *Client) ReadFile(ctx context.Context, p string, limit int64) ([]byte, bool, error) {
+	sc, err := c.sftpClient()
+	if err != nil {
+		return nil, false, err
+	}
+	defer sc.Close()
+	stop := context.AfterFunc(ctx, func() { _ = sc.Close() })
+	defer stop()
+	f, err := sc.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, false, fmt.Errorf("reading %s:%s: %w", c.addr, p, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, false, fmt.Errorf("reading %s:%s: %w", c.addr, p, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, false, fmt.Errorf("reading %s:%s: larger than %d bytes", c.addr, p, limit)
+	}
+	return data, true, nil
 }

@@ -7,7 +7,9 @@
 #                           into $HEATSIBLE_CACHE/k8s/v<version>/bin (no-op if present)
 #   k8s.sh up               start etcd, kube-apiserver, kube-controller-manager
 #                           (idempotent; state in testbed/run/k8s)
-#   k8s.sh kubeconfig USER  print a kubeconfig for USER (cluster-admin, x509)
+#   k8s.sh kubeconfig USER [SERVER]
+#                           print a kubeconfig for USER (cluster-admin, x509),
+#                           for the API server at SERVER (default: where it binds)
 #   k8s.sh status           exit 0 only if everything runs and /readyz is ok
 #   k8s.sh down             stop what `up` started, remove testbed/run/k8s
 #   k8s.sh bin              print the directory holding the binaries
@@ -17,6 +19,11 @@
 #   K8S_BIND          address kube-apiserver binds to (default 10.231.0.1, on hsbr0);
 #                     127.0.0.1 lets you run it without the bed network
 #   K8S_CONTROLLERS   kube-controller-manager --controllers (default: see KCM_CONTROLLERS)
+#   K8S_EXTRA_SANS    more names for kube-apiserver's serving certificate, comma-separated
+#                     (IP:ADDR or DNS:NAME; the bed gives master-0's address, where a
+#                     forward stands for a master's API server); `up` of a running
+#                     control plane whose certificate lacks one renews the certificate
+#                     (same CA) and restarts kube-apiserver only (etcd keeps its data)
 set -euo pipefail
 
 K8S_VERSION=1.33.13
@@ -30,6 +37,7 @@ DEFAULT_BIND=10.231.0.1
 # clear of the host subnets 10.231.0.0/24 and 10.231.1.0/24
 SERVICE_CIDR=10.231.128.0/24
 SERVICE_IP=10.231.128.1
+EXTRA_SANS=${K8S_EXTRA_SANS:-}
 KCM_CONTROLLERS=${K8S_CONTROLLERS:-persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller,serviceaccount-controller,serviceaccount-token-controller,namespace-controller}
 BINARIES=(kube-apiserver kube-controller-manager kubectl)
 
@@ -186,19 +194,44 @@ client_cert() { # client_cert NAME CN GROUP
     'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth'
 }
 
-make_pki() {
+check_extra_sans() {
+  local s
+  for s in ${EXTRA_SANS//,/ }; do
+    [[ $s =~ ^IP:[0-9]+(\.[0-9]+){3}$ || $s =~ ^DNS:[a-z0-9]([a-z0-9.-]*[a-z0-9])?$ ]] ||
+      die "K8S_EXTRA_SANS: $s is not IP:ADDR (IPv4) or DNS:NAME"
+  done
+}
+
+# apiserver_cert BIND: kube-apiserver's serving certificate, signed by the CA,
+# for the bound address, the service address, the usual names and EXTRA_SANS
+apiserver_cert() {
   local bind=$1 sans
+  sans="IP:$DEFAULT_BIND,IP:127.0.0.1,IP:$SERVICE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default"
+  sans+=",DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+  [[ $bind == "$DEFAULT_BIND" || $bind == 127.0.0.1 ]] || sans="IP:$bind,$sans"
+  [[ -z $EXTRA_SANS ]] || sans="$EXTRA_SANS,$sans"
+  sign apiserver "/CN=kube-apiserver" \
+    "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=$sans"
+}
+
+# has_extra_sans: the serving certificate names every EXTRA_SANS entry
+has_extra_sans() {
+  local have s
+  have=$(openssl x509 -in "$PKI/apiserver.crt" -noout -ext subjectAltName 2>/dev/null) || return 1
+  have=",$(tail -n +2 <<<"$have" | tr -d ' '),"
+  have=${have//IPAddress:/IP:}
+  for s in ${EXTRA_SANS//,/ }; do [[ $have == *",$s,"* ]] || return 1; done
+}
+
+make_pki() {
+  local bind=$1
   mkdir -p "$PKI"
   chmod 700 "$PKI"
   openssl req -x509 -newkey rsa:2048 -nodes -days 365 -sha256 -subj "/CN=heatsible-testbed-ca" \
     -keyout "$PKI/ca.key" -out "$PKI/ca.crt" \
     -addext "basicConstraints=critical,CA:TRUE" \
     -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null
-  sans="IP:$DEFAULT_BIND,IP:127.0.0.1,IP:$SERVICE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default"
-  sans+=",DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
-  [[ $bind == "$DEFAULT_BIND" || $bind == 127.0.0.1 ]] || sans="IP:$bind,$sans"
-  sign apiserver "/CN=kube-apiserver" \
-    "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=$sans"
+  apiserver_cert "$bind"
   # system:masters bypasses RBAC
   client_cert admin heatsible-admin system:masters
   client_cert kube-controller-manager system:kube-controller-manager system:masters
@@ -208,16 +241,16 @@ make_pki() {
 
 b64() { base64 -w0 <"$1"; }
 
-# kubeconfig_for CERTNAME USER : kubeconfig with embedded CA and client cert
+# kubeconfig_for CERTNAME USER [SERVER] : kubeconfig with embedded CA and client cert
 kubeconfig_for() {
-  local cert=$1 user=$2
+  local cert=$1 user=$2 server=${3:-https://$(bind_addr):$API_PORT}
   cat <<EOF
 apiVersion: v1
 kind: Config
 clusters:
 - name: heatsible-testbed
   cluster:
-    server: https://$(bind_addr):$API_PORT
+    server: $server
     certificate-authority-data: $(b64 "$PKI/ca.crt")
 users:
 - name: $user
@@ -251,11 +284,49 @@ wait_until() { # wait_until SECONDS WHAT COMMAND... ; fails if a component died
 
 kcm_started() { grep -q 'Started controller.*persistentvolume-binder' "$LOGS/kube-controller-manager.log" 2>/dev/null; }
 
+start_apiserver() {
+  local bind=$1
+  start_detached kube-apiserver "$LOGS/kube-apiserver.log" "$BIN/kube-apiserver" \
+    --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+    --bind-address="$bind" --secure-port="$API_PORT" --advertise-address="$bind" \
+    --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
+    --client-ca-file="$PKI/ca.crt" \
+    --authorization-mode=RBAC \
+    --anonymous-auth=false \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
+    --service-cluster-ip-range="$SERVICE_CIDR" \
+    --endpoint-reconciler-type=none \
+    --watch-cache=false \
+    --enable-priority-and-fairness=false \
+    --profiling=false
+}
+
+# A running control plane whose serving certificate lacks a name of
+# K8S_EXTRA_SANS: a new certificate from the same CA, and kube-apiserver
+# restarted with it (etcd, the controller manager, the CA, the service
+# account keys, and so every object and token, stay).
+renew_apiserver_cert() {
+  local t0 pid
+  t0=$(now_ms)
+  log "kube-apiserver's certificate lacks some of $EXTRA_SANS: renewing it and restarting kube-apiserver"
+  apiserver_cert "$(bind_addr)"
+  pid=$(pid_of kube-apiserver) && stop_pid "$pid"
+  start_apiserver "$(bind_addr)"
+  wait_until 60 "kube-apiserver /readyz" api_ready
+  log "kube-apiserver ready after $(secs_since "$t0")s, its certificate names $EXTRA_SANS"
+}
+
 cmd_up() {
   have_binaries || die "binaries missing in $BIN: run '$0 build' first"
-  if all_running && api_ready; then log "already running and ready ($(bind_addr):$API_PORT)"; return 0; fi
+  check_extra_sans
+  if all_running && api_ready && has_extra_sans; then log "already running and ready ($(bind_addr):$API_PORT)"; return 0; fi
   lock
-  if all_running && api_ready; then log "already running and ready ($(bind_addr):$API_PORT)"; return 0; fi
+  if all_running && api_ready; then
+    has_extra_sans || renew_apiserver_cert
+    log "already running and ready ($(bind_addr):$API_PORT)"
+    return 0
+  fi
   # anything half-started goes away first
   if [[ -e $RUN ]]; then log "cleaning up a previous, unhealthy run"; stop_all; fi
 
@@ -295,20 +366,7 @@ cmd_up() {
     --initial-cluster "heatsible-testbed=http://127.0.0.1:$ETCD_PEER_PORT" --initial-cluster-state new \
     --snapshot-count 5000 --logger zap --log-outputs stderr
 
-  start_detached kube-apiserver "$LOGS/kube-apiserver.log" "$BIN/kube-apiserver" \
-    --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
-    --bind-address="$bind" --secure-port="$API_PORT" --advertise-address="$bind" \
-    --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
-    --client-ca-file="$PKI/ca.crt" \
-    --authorization-mode=RBAC \
-    --anonymous-auth=false \
-    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-    --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
-    --service-cluster-ip-range="$SERVICE_CIDR" \
-    --endpoint-reconciler-type=none \
-    --watch-cache=false \
-    --enable-priority-and-fairness=false \
-    --profiling=false
+  start_apiserver "$bind"
 
   start_detached kube-controller-manager "$LOGS/kube-controller-manager.log" "$BIN/kube-controller-manager" \
     --kubeconfig="$RUN/kube-controller-manager.kubeconfig" \
@@ -330,14 +388,15 @@ cmd_up() {
 
 # ---------------------------------------------------------------- kubeconfig
 cmd_kubeconfig() {
-  local user=${1:-}
-  [[ $user =~ ^[a-z_][a-z0-9_-]{0,31}$ ]] || die "usage: $0 kubeconfig USER (a plain user name)"
+  local user=${1:-} server=${2:-}
+  [[ $user =~ ^[a-z_][a-z0-9_-]{0,31}$ ]] || die "usage: $0 kubeconfig USER [SERVER] (a plain user name)"
+  [[ -z $server || $server =~ ^https://[0-9a-z.-]+:[0-9]+$ ]] || die "kubeconfig: SERVER $server is not https://HOST:PORT"
   [[ -s $PKI/ca.key ]] || die "no control plane state in $RUN: run '$0 up' first"
   if [[ ! -s $PKI/user-$user.crt ]]; then
     lock
     [[ -s $PKI/user-$user.crt ]] || client_cert "user-$user" "$user" system:masters
   fi
-  kubeconfig_for "user-$user" "$user"
+  kubeconfig_for "user-$user" "$user" "$server"
 }
 
 # ---------------------------------------------------------------- down / status
@@ -393,5 +452,5 @@ case ${1:-} in
   status) cmd_status ;;
   kubeconfig) shift; cmd_kubeconfig "$@" ;;
   bin) echo "$BIN" ;;
-  *) echo "usage: $0 build|up|down|status|kubeconfig USER|bin" >&2; exit 2 ;;
+  *) echo "usage: $0 build|up|down|status|kubeconfig USER [SERVER]|bin" >&2; exit 2 ;;
 esac
