@@ -11,6 +11,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -65,19 +66,22 @@ func (c *Client) RunStdin(ctx context.Context, cmd string, stdin io.Reader, stdo
 	if err != nil {
 		return -1, c.sessionErr("opening ssh session", err)
 	}
-	defer sess.Close()
 	if stdout == nil {
 		stdout = io.Discard
 	}
 	if stderr == nil {
 		stderr = io.Discard
 	}
+	// The writers are the caller's: nothing is written to them after Run
+	// returns, even while stopCancelled still waits for a late command.
+	gate := &writeGate{}
 	token := randomToken()
-	pg := &pgidFilter{w: stderr, prefix: pgidMarker + token + ":", pgid: make(chan int, 1)}
+	pg := &pgidFilter{w: gate.wrap(stderr), prefix: pgidMarker + token + ":", pgid: make(chan int, 1)}
 	sess.Stdin = stdin
-	sess.Stdout = stdout
+	sess.Stdout = gate.wrap(stdout)
 	sess.Stderr = pg
 	if err := sess.Start(wrapCommand(cmd, token)); err != nil {
+		_ = sess.Close()
 		return -1, c.sessionErr("starting remote command", err)
 	}
 	done := make(chan error, 1)
@@ -85,21 +89,51 @@ func (c *Client) RunStdin(ctx context.Context, cmd string, stdin io.Reader, stdo
 
 	select {
 	case err = <-done:
+		_ = sess.Close()
 		return c.exitCode(err)
 	case <-ctx.Done():
 	}
+	defer gate.shut()
 
 	c.log.Info("cancelling remote command", "host", c.addr, "reason", ctx.Err())
-	// sshd may not have started the command yet (session start-up can take
-	// seconds on a busy host): wait for its process group id, or its end.
-	grace := time.NewTimer(cancelGrace)
-	defer grace.Stop()
+	// From here the session belongs to stopCancelled, which may outlive Run: on a
+	// loaded host sshd can start the command seconds after the cancel, and
+	// until its shell reports its process group there is nothing to kill.
+	// stopCancelled keeps listening for that report and kills the group when it
+	// comes, so a late start does not leave the command running.
+	stopped := make(chan struct{})
+	go c.stopCancelled(sess, pg.pgid, done, stopped)
+	select {
+	case <-stopped:
+	case <-time.After(runStopWait):
+		c.log.Warn("remote command not stopped yet; still waiting for it in the background", "host", c.addr)
+	}
+	return -1, fmt.Errorf("remote command on %s cancelled: %w", c.addr, ctx.Err())
+}
+
+// runStopWait bounds how long a cancelled Run waits for stopCancelled.
+const runStopWait = 2 * cancelGrace
+
+// lateStartWait bounds how long stopCancelled waits for a cancelled command's shell
+// to report its process group (sshd may not have started it yet).
+const lateStartWait = 2 * time.Minute
+
+// stopCancelled ends a cancelled command's session: SIGTERM to its process group,
+// SIGKILL after cancelGrace, then the session is closed. It closes stopped
+// when done.
+func (c *Client) stopCancelled(sess *ssh.Session, pgids <-chan int, done <-chan error, stopped chan<- struct{}) {
+	defer close(stopped)
+	defer sess.Close()
+	// Honoured by sshd for non-root logins once the command runs.
+	_ = sess.Signal(ssh.SIGTERM)
 	pgid := 0
 	select {
-	case pgid = <-pg.pgid:
+	case pgid = <-pgids:
 	case <-done:
-		return -1, fmt.Errorf("remote command on %s cancelled: %w", c.addr, ctx.Err())
-	case <-grace.C:
+		return
+	case <-time.After(lateStartWait):
+		c.log.Warn("cancelled remote command never reported its process group; closing its session", "host", c.addr)
+		return
 	}
 	c.log.Debug("stopping remote process group", "host", c.addr, "pgid", pgid)
 	c.killGroup(sess, pgid, ssh.SIGTERM)
@@ -113,7 +147,6 @@ func (c *Client) RunStdin(ctx context.Context, cmd string, stdin io.Reader, stdo
 		case <-time.After(cancelGrace):
 		}
 	}
-	return -1, fmt.Errorf("remote command on %s cancelled: %w", c.addr, ctx.Err())
 }
 
 // killGroup signals the session and, when its process group is known, the
@@ -131,7 +164,9 @@ func (c *Client) killGroup(sess *ssh.Session, pgid int, sig ssh.Signal) {
 	// Bounded: a wedged connection must not block the cancel path.
 	done := make(chan struct{})
 	go func() {
-		_ = ks.Run(fmt.Sprintf("kill -%s -- -%d 2>/dev/null; true", sig, pgid))
+		// "kill -s SIG -- -PGID": the POSIX form; dash (a login shell
+		// useradd gives by default) refuses "kill -SIG -- -PGID".
+		_ = ks.Run(fmt.Sprintf("kill -s %s -- -%d 2>/dev/null; true", sig, pgid))
 		close(done)
 	}()
 	select {
@@ -145,6 +180,33 @@ func randomToken() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// writeGate stops writes to the caller's writers once Run has returned.
+type writeGate struct {
+	mu     sync.Mutex
+	closed bool
+}
+
+func (g *writeGate) wrap(w io.Writer) io.Writer {
+	return writerFunc(func(p []byte) (int, error) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.closed {
+			return len(p), nil
+		}
+		return w.Write(p)
+	})
+}
+
+func (g *writeGate) shut() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // pgidFilter passes stderr through, minus the wrapper's first line carrying
 // the process group id.

@@ -522,6 +522,66 @@ func TestRunCancel(t *testing.T) {
 	})
 }
 
+// TestRunCancelLateStart: sshd starts the command only 7 s after the cancel
+// (the test's sshd delays it, and only it, with a ForceCommand)
+// (a loaded host; CI saw it), longer than the cancel grace. The command is
+// still stopped once its shell reports its process group, and Run neither
+// hangs nor writes to the caller's writers after it returned. Before the
+// fix Run gave up on the process group after 5 s and returned after 15 s
+// with the remote sleep running.
+func TestRunCancelLateStart(t *testing.T) {
+	t.Parallel()
+	srv := remotetest.StartConfig(t, `ForceCommand case "$SSH_ORIGINAL_COMMAND" in *"sleep 60"*) sleep 7;; esac; exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"`)
+	c := dial(t, srv)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	returned := false
+	late := writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if returned {
+			t.Errorf("written to after Run returned: %q", p)
+		}
+		return len(p), nil
+	})
+	go func() { time.Sleep(300 * time.Millisecond); cancel() }()
+	start := time.Now()
+	code, err := c.Run(ctx, fmt.Sprintf("sleep 60 & echo $! > %s.tmp && mv %s.tmp %s; echo started >&2; wait", pidFile, pidFile, pidFile), late, late)
+	mu.Lock()
+	returned = true
+	mu.Unlock()
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %d, %v; want context.Canceled", code, err)
+	}
+	if d := time.Since(start); d > 12*time.Second { // runStopWait (10 s) and some
+		t.Errorf("Run took %v after a cancel", d)
+	}
+	// The command may start after Run returned: wait for it, then for its
+	// end.
+	deadline := time.Now().Add(20 * time.Second)
+	var pid string
+	for pid == "" {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			pid = strings.TrimSpace(string(b))
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the command never started (no %s); the ForceCommand stand-in for a slow start is broken", pidFile)
+		} else {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	for {
+		st, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil || strings.Contains(string(st), ") Z ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("remote sleep (pid %s) still running %v after the cancel", pid, time.Since(start))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func TestMkTempRemoveAll(t *testing.T) {
 	t.Parallel()
 	srv := remotetest.Start(t)
@@ -633,10 +693,6 @@ func TestShellQuote(t *testing.T) {
 
 func ptr(s string) *string { return &s }
 
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
-
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -653,3 +709,7 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
