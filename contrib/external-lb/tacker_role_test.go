@@ -188,7 +188,7 @@ func TestTackerRoleOnLocalhost(t *testing.T) {
 		!strings.Contains(out, "neither service port nor check port") || read() != portless {
 		t.Errorf("port-less checks: recap %+v\n%s", rc, out)
 	}
-	t.Logf("port-less checks: %s", fatalMsg(out))
+	refusal(t, "port-less checks", out)
 
 	// No backend (the script never ran, or wrote something else): refused,
 	// nothing changed, and the script is not run outside instantiate.
@@ -199,7 +199,7 @@ func TestTackerRoleOnLocalhost(t *testing.T) {
 	if rc.failed != 1 || !strings.Contains(out, `no \"backend kubernetes-nodeport\" section`) || read() != baseCfg || len(runs()) != 1 {
 		t.Errorf("no backend: recap %+v, runs %q\n%s", rc, runs(), out)
 	}
-	t.Logf("no backend: %s", fatalMsg(out))
+	refusal(t, "no backend", out)
 	// Twice the backend (the script was run twice by hand): refused, and
 	// the script does not run a third time even at instantiate.
 	twice := baseCfg + "backend kubernetes-nodeport\n" + line("worker1", "10.0.0.1") + "backend kubernetes-nodeport\n" + line("worker1", "10.0.0.1")
@@ -210,7 +210,17 @@ func TestTackerRoleOnLocalhost(t *testing.T) {
 	if rc.failed != 1 || !strings.Contains(out, "sections (lines 13, 15)") || read() != twice {
 		t.Errorf("two backends: recap %+v\n%s", rc, out)
 	}
-	t.Logf("two backends: %s", fatalMsg(out))
+	refusal(t, "two backends", out)
+}
+
+// refusal checks that the play failed through heatsible_refuse (exit code
+// 6 in heatsible) and logs its message.
+func refusal(t *testing.T, what, out string) {
+	t.Helper()
+	if !strings.Contains(out, `"heatsible_refused": true`) {
+		t.Errorf("%s: not a heatsible_refuse refusal:\n%s", what, out)
+	}
+	t.Logf("%s: %s", what, fatalMsg(out))
 }
 
 // fatalMsg is the message of the task that failed, from ansible-playbook's
