@@ -128,7 +128,8 @@ func taskStatuses(t *testing.T, state, op, suffix string) []string {
 
 // TestTackerContractLBScript: a VNF package whose script_path is a script of
 // Tacker's install_external_lb.sh contract works unchanged. On the bed's lb
-// host, made a fresh VM (Debian's haproxy.cfg): instantiate-end runs the
+// host, made a fresh VM (Debian's haproxy.cfg): a dry run changes nothing;
+// instantiate-end runs the
 // script once, as Tacker does (it writes backend kubernetes-nodeport with a
 // line per worker); a re-run does not run it again, changes nothing and
 // does not reload haproxy; Heat scales out a spare worker and scale-end adds
@@ -243,6 +244,23 @@ systemctl restart haproxy`)
 		}
 	}
 
+	// 0. A dry run on the fresh VM: says it would run the script, changes
+	// nothing (no haproxy.cfg change, no script installed).
+	pids0 := b.exec(t, lb, "sh", "-c", "pgrep -x haproxy | sort -n")
+	r := b.lbRun(t, state, request, pkg, "instantiate-end", "--check")
+	if c := r.Recap[lbHost(r)].Changed; c == 0 {
+		t.Errorf("the dry run of instantiate-end reports no change on the load balancer")
+	}
+	if got := b.exec(t, lb, "cat", "/etc/haproxy/haproxy.cfg"); got != fresh {
+		t.Errorf("the dry run changed haproxy.cfg:\n%s", got)
+	}
+	if out, err := b.try(lb, "test", "-e", "/usr/local/lib/heatsible/external_lb.sh"); err == nil {
+		t.Errorf("the dry run installed the script %s", out)
+	}
+	if got := b.exec(t, lb, "sh", "-c", "pgrep -x haproxy | sort -n"); got != pids0 {
+		t.Errorf("the dry run restarted haproxy: %q -> %q", pids0, got)
+	}
+
 	// 1. instantiate-end: the script runs, once, and writes the backend.
 	b.lbRun(t, state, request, pkg, "instantiate-end")
 	if got := taskStatuses(t, state, "instantiate-end", "Run the script (bash SCRIPT -m MASTERS -w WORKERS)"); !slices.Equal(got, []string{"changed"}) {
@@ -256,7 +274,7 @@ systemctl restart haproxy`)
 	t.Logf("after instantiate-end:\n%s", s1.backend)
 
 	// 2. The same again: no script, no change, no reload.
-	r := b.lbRun(t, state, request, pkg, "instantiate-end")
+	r = b.lbRun(t, state, request, pkg, "instantiate-end")
 	if got := taskStatuses(t, state, "instantiate-end", "Run the script (bash SCRIPT -m MASTERS -w WORKERS)"); slices.Contains(got, "changed") || slices.Contains(got, "ok") {
 		t.Errorf("the re-run ran the script again: %v", got)
 	}
@@ -283,6 +301,12 @@ systemctl restart haproxy`)
 	n, ok := nodeByAddress(b.topology(t), spareIP)
 	if !ok || n.MemberStackID == "" {
 		t.Fatalf("after the scale-out Heat has no member at %s: %+v", spareIP, n)
+	}
+	// A dry run first: nothing changes on the load balancer.
+	r = b.lbRun(t, state, request, pkg, "scale-end", "--nodes", n.MemberStackID, "--check")
+	if sc := b.lbState(t, since); sc.cfg != s2.cfg || sc.pids != s2.pids || r.Recap[lbHost(r)].Changed == 0 {
+		t.Errorf("the dry run of scale-end: changed %d on the LB (want > 0), haproxy.cfg changed %v, pids %q -> %q",
+			r.Recap[lbHost(r)].Changed, sc.cfg != s2.cfg, s2.pids, sc.pids)
 	}
 	b.lbRun(t, state, request, pkg, "scale-end", "--nodes", n.MemberStackID)
 	s3 := b.lbState(t, since)
