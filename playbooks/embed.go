@@ -53,11 +53,19 @@ type Data struct {
 	// Kubespray is true when kubespray manages Kubernetes: it removes the
 	// Node objects of leaving nodes itself (remove-node.yml).
 	Kubespray bool
-	// LB is true when the request has external_lb_param; LBInstall runs
-	// the script's install; LBRoutes are the routes to add or remove.
-	LB        bool
-	LBInstall bool
-	LBRoutes  []Route
+	// LB is true when the request has external_lb_param; LBInterface is
+	// its script's interface ("heatsible" or "tacker", see
+	// docs/external-lb.md); LBInstall runs the script's install (Tacker's
+	// contract: the script itself, once); LBRoutes are the routes to add or
+	// remove.
+	LB          bool
+	LBInterface string
+	LBInstall   bool
+	LBRoutes    []Route
+	// LBMasters and LBWorkers are the -m and -w addresses of a script of
+	// Tacker's contract (with LBInstall).
+	LBMasters []string
+	LBWorkers []string
 	// VIM is true when the operation prepares Tacker's Kubernetes VIM on
 	// the first master (role k8s_vim); VIMHost and VIMPort are its
 	// endpoint (an IP address or host name; 0: the admin kubeconfig's
@@ -67,10 +75,13 @@ type Data struct {
 	VIMPort int
 }
 
-// Route is a route of the external load balancer to a worker.
+// Route is a route of the external load balancer to a worker: its node
+// name and address and, for Tacker's contract, the haproxy server name
+// (worker<last octet>) of its line in backend kubernetes-nodeport.
 type Route struct {
 	Name    string `json:"name"`
 	Address string `json:"address"`
+	Server  string `json:"server,omitempty"`
 }
 
 // Operations lists the templates (named after the operation that renders

@@ -21,15 +21,23 @@ func TestRenderGolden(t *testing.T) {
 		"heal_start_storage":         {Cluster: "k8s-a", Operation: "heal-start", Target: "storage-server", FirstMaster: "master-0", Storage: true, PVs: true, Version: "test"},
 		"heal_end_storage":           {Cluster: "k8s-a", Operation: "heal-end", Target: "storage-server", FirstMaster: "master-0", Storage: true, PVs: true, Version: "test"},
 		"instantiate_end_lb": {Cluster: "k8s-a", Operation: "instantiate-end", FirstMaster: "master-0", Storage: true, PVs: true, PVState: "present", Version: "test",
-			Kubespray: true, LB: true, LBInstall: true, LBRoutes: []Route{{"worker-0", "10.0.0.20"}, {"worker-1", "fd00::21"}}, VIM: true, VIMHost: "192.0.2.50", VIMPort: 8383},
+			Kubespray: true, LB: true, LBInstall: true, LBRoutes: []Route{{Name: "worker-0", Address: "10.0.0.20"}, {Name: "worker-1", Address: "fd00::21"}}, VIM: true, VIMHost: "192.0.2.50", VIMPort: 8383},
 		"scale_start_kubespray_lb": {Cluster: "k8s-a", Operation: "scale-start", FirstMaster: "master-0", Version: "test",
-			Nodes: []string{"worker-1", "worker-2"}, Kubespray: true, LB: true, LBRoutes: []Route{{"worker-1", "10.0.0.21"}, {"worker-2", "10.0.0.22"}}},
+			Nodes: []string{"worker-1", "worker-2"}, Kubespray: true, LB: true, LBRoutes: []Route{{Name: "worker-1", Address: "10.0.0.21"}, {Name: "worker-2", Address: "10.0.0.22"}}},
 		"heal_start_node": {Cluster: "k8s-a", Operation: "heal-start", Target: "node", FirstMaster: "master-0", Version: "test", Nodes: []string{"worker-1"}},
 		"scale_end_lb": {Cluster: "k8s-a", Operation: "scale-end", FirstMaster: "master-0", Version: "test",
-			Nodes: []string{"worker-2"}, Kubespray: true, LB: true, LBRoutes: []Route{{"worker-2", "10.0.0.22"}}},
+			Nodes: []string{"worker-2"}, Kubespray: true, LB: true, LBRoutes: []Route{{Name: "worker-2", Address: "10.0.0.22"}}},
 		"heal_end_master": {Cluster: "k8s-a", Operation: "heal-end", Target: "node", FirstMaster: "master-0", Version: "test", Nodes: []string{"master-1"}, Kubespray: true, LB: true},
+		"instantiate_end_lb_tacker": {Cluster: "k8s-a", Operation: "instantiate-end", FirstMaster: "master-0", Version: "test", LB: true, LBInterface: "tacker", LBInstall: true,
+			LBRoutes:  []Route{{Name: "worker-0", Address: "10.0.0.20", Server: "worker20"}, {Name: "worker-1", Address: "10.0.0.21", Server: "worker21"}},
+			LBMasters: []string{"10.0.0.10"}, LBWorkers: []string{"10.0.0.20", "10.0.0.21"}},
+		"scale_start_lb_tacker": {Cluster: "k8s-a", Operation: "scale-start", FirstMaster: "master-0", Version: "test", Nodes: []string{"worker-1"}, Kubespray: true, LB: true, LBInterface: "tacker",
+			LBRoutes: []Route{{Name: "worker-1", Address: "10.0.0.21", Server: "worker21"}}},
+		"scale_end_lb_tacker": {Cluster: "k8s-a", Operation: "scale-end", FirstMaster: "master-0", Version: "test", Nodes: []string{"worker-2"}, Kubespray: true, LB: true, LBInterface: "tacker",
+			LBRoutes: []Route{{Name: "worker-2", Address: "10.0.0.22", Server: "worker22"}}},
 	}
-	tmpl := map[string]string{"scale_start_kubespray_lb": "node_remove", "heal_start_node": "node_remove", "scale_end_lb": "node_add", "heal_end_master": "node_add"}
+	tmpl := map[string]string{"scale_start_kubespray_lb": "node_remove", "heal_start_node": "node_remove", "scale_end_lb": "node_add", "heal_end_master": "node_add",
+		"scale_start_lb_tacker": "node_remove", "scale_end_lb_tacker": "node_add"}
 	for name, d := range cases {
 		t.Run(name, func(t *testing.T) {
 			op := d.Operation
@@ -89,13 +97,22 @@ func TestSyntaxCheck(t *testing.T) {
 		t.Skip("ansible-playbook not installed (apt-get install ansible); .ci/run installs it")
 	}
 	dir := t.TempDir()
+	var cases []struct{ name, op, iface string }
 	for _, op := range Operations() {
+		cases = append(cases, struct{ name, op, iface string }{op, op, "heatsible"})
+		if op == "instantiate-end" || op == "node-add" || op == "node-remove" {
+			cases = append(cases, struct{ name, op, iface string }{op + "-tacker", op, "tacker"})
+		}
+	}
+	for _, x := range cases {
+		op := x.op
 		out, err := Render(op, Data{Cluster: "c", Operation: op, Target: "storage-server", FirstMaster: "m", Storage: true, PVs: true, PVState: "present", Version: "test",
-			Nodes: []string{"w"}, LB: true, LBInstall: true, LBRoutes: []Route{{"w", "10.0.0.20"}}})
+			Nodes: []string{"w"}, LB: true, LBInterface: x.iface, LBInstall: true, LBRoutes: []Route{{Name: "w", Address: "10.0.0.20", Server: "worker20"}},
+			LBMasters: []string{"10.0.0.10"}, LBWorkers: []string{"10.0.0.20"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		pb := filepath.Join(dir, op+".yml")
+		pb := filepath.Join(dir, x.name+".yml")
 		if err := os.WriteFile(pb, out, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +124,7 @@ func TestSyntaxCheck(t *testing.T) {
 		rolesDir, _ := filepath.Abs("../roles")
 		cmd.Env = append(os.Environ(), "ANSIBLE_ROLES_PATH="+rolesDir, "ANSIBLE_HOME="+dir, "ANSIBLE_LOCAL_TEMP="+dir)
 		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("%s: %v\n%s", op, err, b)
+			t.Errorf("%s: %v\n%s", x.name, err, b)
 		}
 	}
 }

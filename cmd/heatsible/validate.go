@@ -16,8 +16,10 @@ func newValidate(g *globals) *cobra.Command {
 with its JSON path and how to fix it. It connects to nothing.
 
 With --package it also checks that every PV manifest exists inside the VNF
-package directory and holds exactly one PersistentVolume (nfs or csi source);
-without it, manifest paths are only checked for form.
+package directory and holds exactly one PersistentVolume (nfs or csi source),
+and that the external load balancer's script follows one of the two
+interfaces heatsible drives (docs/external-lb.md); without it, these paths
+are only checked for form.
 
 Exit 0 if the request is valid, 2 with every problem on stderr otherwise.
 Unknown fields are reported as warnings and do not fail validation.`,
@@ -29,7 +31,7 @@ Unknown fields are reported as warnings and do not fail validation.`,
 			}
 			note := ""
 			if in.pkg == "" && req.NeedsPackage() {
-				note = "package files not checked: pass --package DIR to check the PV manifests"
+				note = "package files not checked: pass --package DIR to check the PV manifests and the load-balancer script"
 			}
 			if g.json() {
 				enc := json.NewEncoder(g.stdout)

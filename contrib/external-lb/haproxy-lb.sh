@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# heatsible-external-lb-interface: 1
+# (The line above declares heatsible's script interface; keep it in a copy.)
 # haproxy-lb.sh: heatsible's sample external load-balancer script. It makes
 # the VM it runs on a TCP load balancer (haproxy) in front of the Kubernetes
 # workers' ingress NodePorts, and keeps one route (haproxy server) per worker.

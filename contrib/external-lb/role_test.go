@@ -47,7 +47,7 @@ func runRole(t *testing.T, dir string, vars map[string]any, check bool) (recap, 
 	}
 	args := []string{"-i", "inventory.ini", "-e", "@" + varsFile, "site.yml"}
 	if check {
-		args = append(args, "--check")
+		args = append(args, "--check", "--diff") // as heatsible runs a dry run
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

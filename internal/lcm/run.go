@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -387,29 +386,8 @@ func PrepareOp(req *params.Request, t *topology.Topology, pkgDir string, op Op, 
 	for _, n := range nodes {
 		d.Nodes = append(d.Nodes, n.Name)
 	}
-	if lb := req.Cluster.ExternalLBParam; lb != nil {
-		script, err := params.ReadPackageFile(pkgDir, lb.ScriptPath, params.MaxScriptSize)
-		if err != nil {
-			return nil, fmt.Errorf("%s.external_lb_param.script_path: %w", params.Prefix, err)
-		}
-		f.Extra = map[string][]byte{ExternalLBScript: script}
-		d.LB = true
-		d.LBInstall = tmpl == OpInstantiateEnd
-		// The load balancer routes to the workers: all of them at
-		// instantiate, the leaving or new ones otherwise.
-		routeNodes := t.ByRole(topology.RoleWorker)
-		if tmpl != OpInstantiateEnd {
-			routeNodes = nodes
-		}
-		for _, n := range routeNodes {
-			if n.Role != topology.RoleWorker {
-				continue
-			}
-			if _, err := netip.ParseAddr(n.Address); err != nil {
-				return nil, fmt.Errorf("external load balancer: worker %s has the address %q; the load balancer's script takes IP addresses (give the topology IPs)", n.Name, n.Address)
-			}
-			d.LBRoutes = append(d.LBRoutes, playbooks.Route{Name: n.Name, Address: n.Address})
-		}
+	if err := f.addExternalLB(req, t, pkgDir, tmpl, nodes, &d); err != nil {
+		return nil, err
 	}
 	if op.preparesVIM() {
 		e, err := vimEndpoint(req, t, pkgDir)

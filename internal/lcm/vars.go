@@ -31,6 +31,9 @@ type Files struct {
 	// Extra are more files of the bundle (relative path -> content), e.g.
 	// the external load balancer's script.
 	Extra map[string][]byte
+	// LBInterface is the interface of the external load balancer's script
+	// ("" without external_lb_param); see addExternalLB.
+	LBInterface params.LBInterface
 
 	// Phases are the steps of the run, in order (see Phase); Playbook is
 	// what PhasePlaybook runs.

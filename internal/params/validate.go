@@ -125,7 +125,9 @@ func (r *Request) Validate(opts Options) error {
 		checkUser(&ps, lp+".ssh_username", lb.SSHUsername)
 		checkPassword(&ps, lp+".ssh_password", lb.SSHPassword)
 		if checkPackageFile(&ps, lp+".script_path", lb.ScriptPath, opts) {
-			if _, err := packageFile(opts.PackageDir, lb.ScriptPath); err != nil {
+			// Read it whole: which interface it follows decides how every
+			// operation drives it (docs/external-lb.md).
+			if _, _, err := ReadLBScript(opts.PackageDir, lb.ScriptPath); err != nil {
 				ps.add(lp+".script_path", "%v", err)
 			}
 		}
