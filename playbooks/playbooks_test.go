@@ -23,12 +23,18 @@ func TestRenderGolden(t *testing.T) {
 			Kubespray: true, LB: true, LBInstall: true, LBRoutes: []Route{{"worker-0", "10.0.0.20"}, {"worker-1", "fd00::21"}}},
 		"scale_start_kubespray_lb": {Cluster: "k8s-a", Operation: "scale-start", FirstMaster: "master-0", Version: "test",
 			Nodes: []string{"worker-1", "worker-2"}, Kubespray: true, LB: true, LBRoutes: []Route{{"worker-1", "10.0.0.21"}, {"worker-2", "10.0.0.22"}}},
-		"heal_start_node": {Cluster: "k8s-a", Operation: "heal-start", Target: "node", FirstMaster: "master-0", Version: "test", Nodes: []string{"worker-1"}},
+		"heal_start_node": {Cluster: "k8s-a", Operation: "heal-start", Target: "node", FirstMaster: "master-0", Version: "test", Nodes: []string{"worker-1"}, Kubespray: true,
+			Addresses: map[string]string{"worker-1": "10.0.0.21"}},
+		"heal_start_node_kubeadm": {Cluster: "k8s-a", Operation: "heal-start", Target: "node", FirstMaster: "master-0", Version: "test", Nodes: []string{"worker-1"},
+			Addresses: map[string]string{"worker-1": "10.0.0.21"}, JoinCheck: true, Peers: []string{"worker-0", "worker-2"}},
+		"scale_end_kubeadm": {Cluster: "k8s-a", Operation: "scale-end", FirstMaster: "master-0", Version: "test", Nodes: []string{"worker-2", "worker-3"},
+			Addresses: map[string]string{"worker-2": "10.0.0.22", "worker-3": "fd00::23"}, KubeadmJoin: true},
 		"scale_end_lb": {Cluster: "k8s-a", Operation: "scale-end", FirstMaster: "master-0", Version: "test",
 			Nodes: []string{"worker-2"}, Kubespray: true, LB: true, LBRoutes: []Route{{"worker-2", "10.0.0.22"}}},
 		"heal_end_master": {Cluster: "k8s-a", Operation: "heal-end", Target: "node", FirstMaster: "master-0", Version: "test", Nodes: []string{"master-1"}, Kubespray: true, LB: true},
 	}
-	tmpl := map[string]string{"scale_start_kubespray_lb": "node_remove", "heal_start_node": "node_remove", "scale_end_lb": "node_add", "heal_end_master": "node_add"}
+	tmpl := map[string]string{"scale_start_kubespray_lb": "node_remove", "heal_start_node": "node_remove", "scale_end_lb": "node_add", "heal_end_master": "node_add",
+		"heal_start_node_kubeadm": "node_remove", "scale_end_kubeadm": "node_add"}
 	for name, d := range cases {
 		t.Run(name, func(t *testing.T) {
 			op := d.Operation
@@ -90,7 +96,8 @@ func TestSyntaxCheck(t *testing.T) {
 	dir := t.TempDir()
 	for _, op := range Operations() {
 		out, err := Render(op, Data{Cluster: "c", Operation: op, Target: "storage-server", FirstMaster: "m", Storage: true, PVs: true, PVState: "present", Version: "test",
-			Nodes: []string{"w"}, LB: true, LBInstall: true, LBRoutes: []Route{{"w", "10.0.0.20"}}})
+			Nodes: []string{"w"}, LB: true, LBInstall: true, LBRoutes: []Route{{"w", "10.0.0.20"}},
+			Addresses: map[string]string{"w": "10.0.0.20"}, KubeadmJoin: true, JoinCheck: true, Peers: []string{"w2"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +106,7 @@ func TestSyntaxCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 		inv := filepath.Join(dir, "hosts.ini")
-		if err := os.WriteFile(inv, []byte("[nfs_server]\ns\n[kube_control_plane]\nm\n[kube_node]\nw\n[nfs_client:children]\nkube_control_plane\nkube_node\n[external_lb]\nlb\n"), 0o644); err != nil {
+		if err := os.WriteFile(inv, []byte("[nfs_server]\ns\n[kube_control_plane]\nm\n[kube_node]\nw\nw2\n[nfs_client:children]\nkube_control_plane\nkube_node\n[external_lb]\nlb\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		cmd := exec.Command("ansible-playbook", "--syntax-check", "-i", inv, pb)

@@ -7,12 +7,12 @@ import "embed"
 // FS holds the role directories (see Names and Helpers) at its root, hidden
 // files included, ready to be copied as an Ansible roles path.
 //
-//go:embed all:cinder_volume all:nfs_server all:nfs_client all:pv_register all:k8s_node all:external_lb all:kubeconfig all:apt_wait
+//go:embed all:cinder_volume all:nfs_server all:nfs_client all:pv_register all:k8s_node all:k8s_join all:external_lb all:kubeconfig all:apt_wait
 var FS embed.FS
 
 // Names lists the embedded roles: those of instantiate-end in the order it
 // runs them, then those of the other operations.
-var Names = []string{"cinder_volume", "nfs_server", "nfs_client", "pv_register", "external_lb", "k8s_node"}
+var Names = []string{"cinder_volume", "nfs_server", "nfs_client", "pv_register", "external_lb", "k8s_node", "k8s_join"}
 
 // Helpers lists the roles the others import (never run alone, so not a
 // --role or --tags choice): kubeconfig finds the admin kubeconfig for the

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -99,7 +100,7 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (*Outcome, error) {
 		log = slog.Default()
 	}
 	start := rec.started
-	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased, Nodes: o.Nodes}
+	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased, Nodes: o.Nodes, Tags: o.Tags}
 	req := o.Request
 	t, files, err := load(ctx, op, req, o.PackageDir, o.Source, o.Version)
 	if t != nil {
@@ -206,6 +207,9 @@ func load(ctx context.Context, op Op, req *params.Request, pkgDir string, src So
 	}
 	files, err := PrepareOp(req, t, pkgDir, op, version)
 	if err != nil {
+		if errors.As(err, new(*fail.Error)) {
+			return t, nil, err // a refusal at plan time keeps its code (Refused)
+		}
 		return t, nil, fail.With(fail.Invalid, err)
 	}
 	return t, files, nil
@@ -260,8 +264,29 @@ func PrepareOp(req *params.Request, t *topology.Topology, pkgDir string, op Op, 
 		Version:        version,
 		Kubespray:      kubespray(req),
 	}
+	workers := len(nodes) > 0
 	for _, n := range nodes {
 		d.Nodes = append(d.Nodes, n.Name)
+		if d.Addresses == nil {
+			d.Addresses = map[string]string{}
+		}
+		d.Addresses[n.Name] = n.Address
+		workers = workers && n.Role == topology.RoleWorker
+	}
+	// Without kubespray, workers join with kubeadm (heal-end, scale-end),
+	// and a worker's heal-start first checks that heal-end will be able to
+	// (see Op.plan; masters were refused there unless --tags leaves their
+	// membership alone).
+	if !d.Kubespray && workers {
+		d.KubeadmJoin = tmpl == "node_add"
+		if tmpl == "node_remove" && op.Name == OpHealStart {
+			d.JoinCheck = true
+			for _, w := range t.ByRole(topology.RoleWorker) {
+				if !slices.Contains(d.Nodes, w.Name) {
+					d.Peers = append(d.Peers, w.Name)
+				}
+			}
+		}
 	}
 	if lb := req.Cluster.ExternalLBParam; lb != nil {
 		script, err := params.ReadPackageFile(pkgDir, lb.ScriptPath, params.MaxScriptSize)
