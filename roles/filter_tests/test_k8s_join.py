@@ -124,6 +124,12 @@ class Join(unittest.TestCase):
                 self.assertEqual(got["join"], join)
                 self.assertEqual(got["joined"], joined)
 
+    def test_every_reason_is_named(self):
+        got = self.decide({"master-0": probe(), "worker-2": probe(kubeadm=False, kubelet=False)},
+                          nodes(("worker22", "10.0.0.22")))
+        self.assertIn("Node worker22 has worker-2's name or address 10.0.0.22", got["refuse"])
+        self.assertIn("worker-2 has neither kubeadm nor a kubelet", got["refuse"])
+
     def test_one_problem_stops_all(self):
         got = self.decide({"master-0": probe(), "worker-1": probe(), "worker-2": probe(kubelet=False)},
                           nodes(), names=("worker-1", "worker-2"))

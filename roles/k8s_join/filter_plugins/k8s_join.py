@@ -218,21 +218,22 @@ def k8s_join_decide(action, probes, master, nodes, addresses=None, peers=None, c
                     "or its address %s: heatsible does not reset a node (kubeadm reset); check that it is the "
                     "right VM, reset it, and run again" % (node, addr or "(unknown)"))
             continue
+        mine = []  # every reason this node cannot join, not just the first
         if hits:
-            problems.append(
+            mine.append(
                 "Node %s has %s's name or address %s, but %s has not joined (no /etc/kubernetes/kubelet.conf): it "
                 "is the Node of the VM this one replaced; remove it first (heal-start --node %s drains and deletes "
                 "it), then run again" % (hits[0], node, addr or "(unknown)", node, node))
-            continue
         lacks = _lacks(p)
         if lacks:
-            problems.append("%s %s" % (node, lacks))
-            continue
+            mine.append("%s %s" % (node, lacks))
         av = api_version(p.get("kubeadm_version"))
-        if not av:
-            problems.append("%s has kubeadm %s, which heatsible cannot give a JoinConfiguration "
-                            "(it writes kubeadm.k8s.io/v1beta2 to v1beta4: kubeadm 1.15 and later)"
-                            % (node, p.get("kubeadm_version") or "(no version)"))
+        if not lacks and not av:
+            mine.append("%s has kubeadm %s, which heatsible cannot give a JoinConfiguration "
+                        "(it writes kubeadm.k8s.io/v1beta2 to v1beta4: kubeadm 1.15 and later)"
+                        % (node, p.get("kubeadm_version") or "(no version)"))
+        if mine:
+            problems.extend(mine)
             continue
         out["api_versions"][node] = av
         todo.append(node)
