@@ -409,12 +409,14 @@ func ranTask(t *testing.T, state, op, task string) bool {
 }
 
 // TestKubeadmStandInWorkerHeal: a cluster built by Tacker's kubeadm scripts
-// (Nodes worker20, worker21), a request without kubespray. heal-start
-// checks that the node can be joined again, then drains and deletes the
-// Node it finds by InternalIP under the Tacker-style name (main reported
-// it "not in the cluster" and succeeded without doing either); the VM is
-// rebuilt from its image (kubeadm and kubelet, no join state, no NFS
-// client); heal-end makes a join command on master-0, joins the node with
+// (Nodes worker20, worker21), a request without kubespray. heal-start of
+// worker-0 with its sshd down (a dead VM) checks that the node can be
+// joined again (the other worker stands for the image), then drains and
+// deletes the Node it finds by InternalIP under the Tacker-style name (main
+// reported it "not in the cluster" and succeeded without doing either); the
+// VM is rebuilt from its image (kubeadm and kubelet, no join state, no NFS
+// client); heal-end --check says what it would join and joins nothing;
+// heal-end makes a join command on master-0, joins the node with
 // kubeadm join --config (the token never on a command line), deletes the
 // token, and installs the NFS client: the Node is back, under the VM's
 // hostname. A second heal-end changes nothing. No token is anywhere in
@@ -439,15 +441,24 @@ func TestKubeadmStandInWorkerHeal(t *testing.T) {
 	mseq := lastKubeadmSeq(b.kubeadmRecords(t, "master-0", 0))
 	wseq := lastKubeadmSeq(b.kubeadmRecords(t, "worker-0", 0))
 
-	// heal-start: checked, drained, deleted; worker21 untouched.
+	// heal-start of a dead VM (its sshd stopped, the usual reason to heal):
+	// the other worker, booted from the same image, shows that its
+	// replacement can join; then drained, deleted; worker21 untouched.
+	b.exec(t, "worker-0", "systemctl", "stop", "ssh.socket", "ssh.service")
+	t.Cleanup(func() { b.try("worker-0", "systemctl", "start", "ssh.service") })
+	b.try("ansible", "pkill", "-f", `\[mux\]`) // no SSH master connection left to reach it through
 	code, out, errs := b.runKubeadm(t, state, "heal-start", "--node", victim.Name)
 	outputs["heal-start stdout"], outputs["heal-start stderr"] = out, errs
 	if code != 0 {
-		t.Fatalf("heal-start: exit %d\n%s", code, tail(errs, 40))
+		t.Fatalf("heal-start with worker-0 down: exit %d\n%s", code, tail(errs, 40))
 	}
 	if !ranTask(t, state, "heal-start", "Look for kubeadm and a kubelet on the node and the other workers (read-only; they may be down)") {
 		t.Errorf("heal-start did not look at worker-0 before removing it")
 	}
+	if peer, _ := nodeByAddress(b.topology(t), "10.231.0.21"); !strings.Contains(errs, victim.Name+" does not answer; the other workers (same image as its replacement) have kubeadm and a kubelet: "+peer.Name) {
+		t.Errorf("heal-start does not say that worker-0 is down and %s stands for its image:\n%s", peer.Name, tail(errs, 40))
+	}
+	b.exec(t, "worker-0", "systemctl", "start", "ssh.service")
 	if !drained(t, state, "heal-start") {
 		t.Errorf("heal-start did not drain worker20 (no changed drain task in its run.log)")
 	}
@@ -462,6 +473,19 @@ func TestKubeadmStandInWorkerHeal(t *testing.T) {
 	// joined, no NFS client.
 	b.standIn(t, "reset", "worker-0")
 	b.removeNFSClient(t, "worker-0")
+
+	// A dry run first: it says what it would join and joins nothing.
+	code, out, errs = b.runKubeadm(t, state, "heal-end", "--vnfc-resource-id", victim.ServerID, "--check")
+	outputs["heal-end --check stdout"], outputs["heal-end --check stderr"] = out, errs
+	if code != 0 || !strings.Contains(errs, "to join: "+victim.Name+" (join command from ") || !strings.Contains(errs, "(check mode: nothing joined)") {
+		t.Errorf("heal-end --check: exit %d, want 0 saying what it would join\n%s", code, tail(errs, 30))
+	}
+	if got := commandsOf(b.kubeadmRecords(t, "master-0", mseq)) + commandsOf(b.kubeadmRecords(t, "worker-0", wseq)); got != "" {
+		t.Errorf("heal-end --check ran kubeadm: %s", got)
+	}
+	if _, ok := b.nodeWithIP(t, "10.231.0.20"); ok {
+		t.Errorf("heal-end --check registered a Node")
+	}
 
 	code, out, errs = b.runKubeadm(t, state, "heal-end", "--vnfc-resource-id", victim.ServerID)
 	outputs["heal-end stdout"], outputs["heal-end stderr"] = out, errs
@@ -483,8 +507,8 @@ func TestKubeadmStandInWorkerHeal(t *testing.T) {
 		t.Fatalf("kubeadm on master-0 during the heal: %s, want token create, then token delete", got)
 	}
 	created, deleted := recsOf(mrecs, "token create")[0], recsOf(mrecs, "token delete")[0]
-	if v := recsOf(mrecs, "version"); len(v) != 2 || !slices.Equal(v[0].Argv, []string{"version", "-o", "short"}) {
-		t.Errorf("kubeadm version on master-0: %d calls (%v), want one by each run's probe: version -o short", len(v), v)
+	if v := recsOf(mrecs, "version"); len(v) != 3 || !slices.Equal(v[0].Argv, []string{"version", "-o", "short"}) {
+		t.Errorf("kubeadm version on master-0: %d calls (%v), want one by each run's probe (heal-start, heal-end --check, heal-end): version -o short", len(v), v)
 	}
 	// With the admin kubeconfig heatsible's kubeconfig role picks: the SSH
 	// user's (kubeadm scripts' layout) as that user, else admin.conf as root.
@@ -514,9 +538,12 @@ func TestKubeadmStandInWorkerHeal(t *testing.T) {
 	if j.EUID != 0 || j.Config == nil || j.Config.Mode != "0600" || j.Config.OwnerUID != 0 || j.Config.APIVersion != "kubeadm.k8s.io/v1beta4" {
 		t.Errorf("kubeadm join ran as uid %d with config %+v, want root and a 0600 root-owned kubeadm.k8s.io/v1beta4 JoinConfiguration", j.EUID, j.Config)
 	}
-	if j.Join == nil || j.Join.TokenID != created.TokenID || j.Join.Endpoint != "10.231.0.1:26443" || j.Discovery == nil || !j.Discovery.JWSVerified ||
+	// The endpoint: the server of master-0's admin kubeconfig, as kubeadm
+	// token create --print-join-command takes it.
+	server := strings.TrimSpace(b.exec(t, "master-0", "sh", "-c", "sed -n 's/^ *server: https:\\/\\///p' /etc/kubernetes/admin.conf | head -n 1"))
+	if j.Join == nil || j.Join.TokenID != created.TokenID || j.Join.Endpoint != server || server == "" || j.Discovery == nil || !j.Discovery.JWSVerified ||
 		!slices.Equal(j.Join.Pins, j.Discovery.CAPins) || j.TLSBootstrap == nil || !j.TLSBootstrap.Matched {
-		t.Errorf("kubeadm join: %+v %+v %+v, want the token just made, the API server, the CA's pin, all verified", j.Join, j.Discovery, j.TLSBootstrap)
+		t.Errorf("kubeadm join: %+v %+v %+v, want the token just made, the API server %s, the CA's pin, all verified", j.Join, j.Discovery, j.TLSBootstrap, server)
 	}
 	if left, _ := b.try("worker-0", "sh", "-c", "ls -d /tmp/*.heatsible-join 2>/dev/null; true"); strings.TrimSpace(left) != "" {
 		t.Errorf("the JoinConfiguration's directory is still on worker-0: %s", left)
