@@ -53,6 +53,20 @@ type Data struct {
 	// Kubespray is true when kubespray manages Kubernetes: it removes the
 	// Node objects of leaving nodes itself (remove-node.yml).
 	Kubespray bool
+	// Addresses maps each of Nodes to its internal address: k8s_node and
+	// k8s_join recognise a node's Node object by its InternalIP too
+	// (clusters built by kubeadm scripts name Nodes their own way).
+	Addresses map[string]string
+	// KubeadmJoin (node_add): without kubespray, the new nodes (workers) are
+	// joined with kubeadm (roles/k8s_join) before anything else is done on
+	// them.
+	KubeadmJoin bool
+	// JoinCheck (node_remove, heal-start of a worker without kubespray):
+	// before anything changes, check that heal-end can join the node's
+	// replacement with kubeadm; Peers are the other workers, which stand
+	// for the image when the node does not answer.
+	JoinCheck bool
+	Peers     []string
 	// LB is true when the request has external_lb_param; LBInterface is
 	// its script's interface ("heatsible" or "tacker", see
 	// docs/external-lb.md); LBInstall runs the script's install (Tacker's

@@ -24,7 +24,12 @@ func TestRenderGolden(t *testing.T) {
 			Kubespray: true, LB: true, LBInstall: true, LBRoutes: []Route{{Name: "worker-0", Address: "10.0.0.20"}, {Name: "worker-1", Address: "fd00::21"}}, VIM: true, VIMHost: "192.0.2.50", VIMPort: 8383},
 		"scale_start_kubespray_lb": {Cluster: "k8s-a", Operation: "scale-start", FirstMaster: "master-0", Version: "test",
 			Nodes: []string{"worker-1", "worker-2"}, Kubespray: true, LB: true, LBRoutes: []Route{{Name: "worker-1", Address: "10.0.0.21"}, {Name: "worker-2", Address: "10.0.0.22"}}},
-		"heal_start_node": {Cluster: "k8s-a", Operation: "heal-start", Target: "node", FirstMaster: "master-0", Version: "test", Nodes: []string{"worker-1"}},
+		"heal_start_node": {Cluster: "k8s-a", Operation: "heal-start", Target: "node", FirstMaster: "master-0", Version: "test", Nodes: []string{"worker-1"}, Kubespray: true,
+			Addresses: map[string]string{"worker-1": "10.0.0.21"}},
+		"heal_start_node_kubeadm": {Cluster: "k8s-a", Operation: "heal-start", Target: "node", FirstMaster: "master-0", Version: "test", Nodes: []string{"worker-1"},
+			Addresses: map[string]string{"worker-1": "10.0.0.21"}, JoinCheck: true, Peers: []string{"worker-0", "worker-2"}},
+		"scale_end_kubeadm": {Cluster: "k8s-a", Operation: "scale-end", FirstMaster: "master-0", Version: "test", Nodes: []string{"worker-2", "worker-3"},
+			Addresses: map[string]string{"worker-2": "10.0.0.22", "worker-3": "fd00::23"}, KubeadmJoin: true},
 		"scale_end_lb": {Cluster: "k8s-a", Operation: "scale-end", FirstMaster: "master-0", Version: "test",
 			Nodes: []string{"worker-2"}, Kubespray: true, LB: true, LBRoutes: []Route{{Name: "worker-2", Address: "10.0.0.22"}}},
 		"heal_end_master": {Cluster: "k8s-a", Operation: "heal-end", Target: "node", FirstMaster: "master-0", Version: "test", Nodes: []string{"master-1"}, Kubespray: true, LB: true},
@@ -37,7 +42,8 @@ func TestRenderGolden(t *testing.T) {
 			LBRoutes: []Route{{Name: "worker-2", Address: "10.0.0.22", Server: "worker22"}}},
 	}
 	tmpl := map[string]string{"scale_start_kubespray_lb": "node_remove", "heal_start_node": "node_remove", "scale_end_lb": "node_add", "heal_end_master": "node_add",
-		"scale_start_lb_tacker": "node_remove", "scale_end_lb_tacker": "node_add"}
+		"scale_start_lb_tacker": "node_remove", "scale_end_lb_tacker": "node_add",
+		"heal_start_node_kubeadm": "node_remove", "scale_end_kubeadm": "node_add"}
 	for name, d := range cases {
 		t.Run(name, func(t *testing.T) {
 			op := d.Operation
@@ -108,7 +114,8 @@ func TestSyntaxCheck(t *testing.T) {
 		op := x.op
 		out, err := Render(op, Data{Cluster: "c", Operation: op, Target: "storage-server", FirstMaster: "m", Storage: true, PVs: true, PVState: "present", Version: "test",
 			Nodes: []string{"w"}, LB: true, LBInterface: x.iface, LBInstall: true, LBRoutes: []Route{{Name: "w", Address: "10.0.0.20", Server: "worker20"}},
-			LBMasters: []string{"10.0.0.10"}, LBWorkers: []string{"10.0.0.20"}})
+			LBMasters: []string{"10.0.0.10"}, LBWorkers: []string{"10.0.0.20"},
+			Addresses: map[string]string{"w": "10.0.0.20"}, KubeadmJoin: true, JoinCheck: true, Peers: []string{"w2"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +124,7 @@ func TestSyntaxCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 		inv := filepath.Join(dir, "hosts.ini")
-		if err := os.WriteFile(inv, []byte("[nfs_server]\ns\n[kube_control_plane]\nm\n[kube_node]\nw\n[nfs_client:children]\nkube_control_plane\nkube_node\n[external_lb]\nlb\n"), 0o644); err != nil {
+		if err := os.WriteFile(inv, []byte("[nfs_server]\ns\n[kube_control_plane]\nm\n[kube_node]\nw\nw2\n[nfs_client:children]\nkube_control_plane\nkube_node\n[external_lb]\nlb\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		cmd := exec.Command("ansible-playbook", "--syntax-check", "-i", inv, pb)

@@ -8,12 +8,12 @@ import "embed"
 // without names starting with "." or "_" (no __pycache__ of the filter
 // plugins' tests), ready to be copied as an Ansible roles path.
 //
-//go:embed cinder_volume nfs_server nfs_client pv_register k8s_node external_lb kubeconfig apt_wait k8s_vim
+//go:embed cinder_volume nfs_server nfs_client pv_register k8s_node k8s_join external_lb kubeconfig apt_wait k8s_vim
 var FS embed.FS
 
 // Names lists the embedded roles: those of instantiate-end in the order it
 // runs them, then those of the other operations.
-var Names = []string{"cinder_volume", "nfs_server", "nfs_client", "pv_register", "external_lb", "k8s_vim", "k8s_node"}
+var Names = []string{"cinder_volume", "nfs_server", "nfs_client", "pv_register", "external_lb", "k8s_vim", "k8s_node", "k8s_join"}
 
 // Helpers lists the roles the others import (never run alone, so not a
 // --role or --tags choice): kubeconfig finds the admin kubeconfig for the

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/params"
 	"github.com/heatsible/heatsible/internal/topology"
 )
@@ -45,6 +46,11 @@ type Op struct {
 	// nested stack id (how Tacker names new members) or a Nova server id
 	// (a VNFC resource id).
 	Nodes []string
+	// Tags are the run's --tags (empty: every role). They decide whether a
+	// node heal or scale changes the node's membership of the cluster
+	// (k8s_node, k8s_join) or only, say, its NFS client; a refusal for want
+	// of a way to re-join the node is only made when it does.
+	Tags []string
 }
 
 // Check reports an operation heatsible does not run, or a target that does
@@ -130,6 +136,21 @@ func resolveNodes(t *topology.Topology, ids []string) ([]topology.Node, error) {
 func kubespray(req *params.Request) bool {
 	a := req.Cluster.Ansible
 	return a != nil && a.KubesprayRootPath != ""
+}
+
+// Roles that change a node's membership of the cluster: k8s_node drains and
+// deletes its Node object, k8s_join joins it with kubeadm (and checks, at
+// heal-start, that heal-end will be able to).
+const (
+	roleK8sNode = "k8s_node"
+	roleK8sJoin = "k8s_join"
+)
+
+// membership reports whether --tags (tags) select what changes a node's
+// membership of the cluster. "--tags nfs_client" (the shim's kubeadm
+// variant) does not: the node's NFS client only, no join, no refusal.
+func membership(tags []string) bool {
+	return selected([]string{roleK8sNode, roleK8sJoin}, tags)
 }
 
 // Phase kinds: what one step of a run does.
@@ -243,6 +264,10 @@ func (op Op) plan(req *params.Request, t *topology.Topology) (phases []Phase, te
 			if op.Target != TargetNode {
 				return nil, "", nil, fmt.Errorf("%s: %s is a control-plane node; heatsible scales workers only (the master aspect is not scaled: kubespray adds control-plane nodes with cluster.yml, and etcd needs an odd number of members)", op.Name, n.Name)
 			}
+			if !membership(op.Tags) {
+				// --tags nfs_client and the like: nothing leaves or joins.
+				continue
+			}
 			if err := canHealMaster(req, t, n); err != nil {
 				return nil, "", nil, fmt.Errorf("%s --node %s: %w", op.Name, n.Name, err)
 			}
@@ -287,7 +312,10 @@ func (op Op) plan(req *params.Request, t *topology.Topology) (phases []Phase, te
 // etcd would lose its quorum.
 func canHealMaster(req *params.Request, t *topology.Topology, n topology.Node) error {
 	if !kubespray(req) {
-		return fmt.Errorf("a control-plane node is re-added by kubespray, and the request has no ansible.kubespray_root_path; heal the whole cluster (--cluster) instead")
+		// Refused for safety (exit code 6), at plan time, before anything
+		// changed: heal-start would drain and delete a control-plane node
+		// that nothing brings back.
+		return fail.With(fail.Refused, fmt.Errorf("a control-plane node is re-added by kubespray, and the request has no ansible.kubespray_root_path: without kubespray heatsible joins workers only (kubeadm join); a control-plane node would also need its etcd member removed and re-added and its certificates handed over (kubeadm join --control-plane --certificate-key), which heatsible does not do. Nothing was changed. Heal the whole cluster (--cluster) instead, or give the request ansible.kubespray_root_path; with --tags nfs_client heatsible only installs the NFS client on the node"))
 	}
 	masters := t.ByRole(topology.RoleMaster)
 	if len(masters) < 3 {

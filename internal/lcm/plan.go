@@ -108,7 +108,7 @@ type Role struct {
 // renders the operation's files as Run does, and resolves every play's hosts
 // and roles. Errors carry exit codes.
 func MakePlan(ctx context.Context, o PlanOptions) (*Plan, error) {
-	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased, Nodes: o.Nodes}
+	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased, Nodes: o.Nodes, Tags: o.Tags}
 	t, files, err := load(ctx, op, o.Request, o.PackageDir, o.Source, o.Version)
 	if err != nil {
 		return nil, err

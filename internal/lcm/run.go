@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/heatsible/heatsible/internal/ansible"
@@ -129,7 +130,7 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (_ *Outcome, runErr e
 		log = slog.Default()
 	}
 	start := rec.started
-	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased, Nodes: o.Nodes}
+	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased, Nodes: o.Nodes, Tags: o.Tags}
 	req := o.Request
 	t, files, err := load(ctx, op, req, o.PackageDir, o.Source, o.Version)
 	if t != nil {
@@ -329,6 +330,9 @@ func load(ctx context.Context, op Op, req *params.Request, pkgDir string, src So
 	}
 	files, err := PrepareOp(req, t, pkgDir, op, version)
 	if err != nil {
+		if errors.As(err, new(*fail.Error)) {
+			return t, nil, err // a refusal at plan time keeps its code (Refused)
+		}
 		return t, nil, fail.With(fail.Invalid, err)
 	}
 	return t, files, nil
@@ -383,8 +387,29 @@ func PrepareOp(req *params.Request, t *topology.Topology, pkgDir string, op Op, 
 		Version:        version,
 		Kubespray:      kubespray(req),
 	}
+	workers := len(nodes) > 0
 	for _, n := range nodes {
 		d.Nodes = append(d.Nodes, n.Name)
+		if d.Addresses == nil {
+			d.Addresses = map[string]string{}
+		}
+		d.Addresses[n.Name] = n.Address
+		workers = workers && n.Role == topology.RoleWorker
+	}
+	// Without kubespray, workers join with kubeadm (heal-end, scale-end),
+	// and a worker's heal-start first checks that heal-end will be able to
+	// (see Op.plan; masters were refused there unless --tags leaves their
+	// membership alone).
+	if !d.Kubespray && workers {
+		d.KubeadmJoin = tmpl == "node_add"
+		if tmpl == "node_remove" && op.Name == OpHealStart {
+			d.JoinCheck = true
+			for _, w := range t.ByRole(topology.RoleWorker) {
+				if !slices.Contains(d.Nodes, w.Name) {
+					d.Peers = append(d.Peers, w.Name)
+				}
+			}
+		}
 	}
 	if err := f.addExternalLB(req, t, pkgDir, tmpl, nodes, &d); err != nil {
 		return nil, err
