@@ -76,14 +76,17 @@ Operations:
                     --delete-emptydir-data, bounded), then kubespray
                     remove-node.yml -e node=NAME -e skip_confirmation=true
                     -e reset_nodes=false (the VM may be dead) and the
-                    inventory without it; without kubespray, delete its Node
-                    object. A master only with kubespray, three or more
-                    masters, and not the first one; otherwise refused (exit 2).
+                    inventory without it; without kubespray, check that
+                    heal-end can join it again (kubeadm, a kubelet), then
+                    delete its Node object, or refuse (exit 6). A master only
+                    with kubespray, three or more masters, and not the first
+                    one; otherwise refused (exit 2; without kubespray, 6).
   heal-end --node NAME | --vnfc-resource-id ID
                     after the VM was replaced: the inventory, kubespray
                     facts.yml then scale.yml --limit=NAME (a master:
                     cluster.yml --limit=etcd,kube_control_plane), the NFS
-                    client on it, its load-balancer route.
+                    client on it, its load-balancer route; without kubespray,
+                    kubeadm join first (refused, exit 6, when it cannot).
   scale-start --nodes A,B
                     before workers are removed (scale-in): remove their
                     load-balancer routes, drain them, kubespray remove-node.yml
@@ -93,12 +96,13 @@ Operations:
   scale-end --nodes A,B
                     after workers were added (scale-out): the inventory,
                     kubespray facts.yml on all nodes then scale.yml --limit
-                    to the new ones, the NFS client on them, their
-                    load-balancer routes.
+                    to the new ones (without kubespray: kubeadm join), the
+                    NFS client on them, their load-balancer routes.
   terminate-end     remove heatsible's state for the cluster: staging
                     directories earlier runs left on the Ansible host, the
                     inventory it wrote for kubespray (only that file), and the
-                    cluster's lock here. Run records stay.
+                    cluster's lock files, here and on the Ansible host. Run
+                    records stay.
 
 Nodes (--node, --nodes) are named by node name (as 'heatsible inventory'
 prints), Heat member resource name (how Tacker names scale-in victims), the
@@ -247,7 +251,7 @@ records of each cluster are kept.`,
 	tf.add(cmd, "")
 	f.BoolVar(&o.Check, "check", false, "dry run: ansible-playbook --check --diff, nothing changes on any host")
 	f.StringVar(&reportFile, "report", "", "write the review report (each host's tasks, the diffs, the summary) to FILE: Markdown, or JSON if FILE ends in .json")
-	f.StringVar(&role, "role", "", "re-run one role only (cinder_volume, nfs_server, nfs_client, pv_register, external_lb, k8s_vim or k8s_node); the same as --tags ROLE")
+	f.StringVar(&role, "role", "", "re-run one role only (cinder_volume, nfs_server, nfs_client, pv_register, external_lb, k8s_vim, k8s_node or k8s_join); the same as --tags ROLE")
 	f.StringVar(&tags, "tags", "", "run only these roles (comma-separated, e.g. cinder_volume,nfs_server,nfs_client,pv_register; k8s_vim: Tacker's Kubernetes VIM)")
 	f.StringVar(&o.Limit, "limit", "", "run only on these nodes or groups (Ansible --limit pattern)")
 	f.StringVar(&vimInfo, "vim-info", "", "instantiate-end, heal-end --cluster: write Tacker's Kubernetes VIM (server, CA, bearer token; docs/hooks.md) to FILE, mode 0600, once the run succeeded")
