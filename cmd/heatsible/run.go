@@ -310,7 +310,7 @@ func (p *progress) event(e ansible.Event) {
 	}
 }
 
-func (p *progress) finish(out *lcm.Outcome, err error, rep *review.Report) {
+func (p *progress) finish(out *lcm.RunOutcome, err error, rep *review.Report) {
 	if out == nil {
 		return
 	}
@@ -423,7 +423,7 @@ func checkVIMInfo(name string, op lcm.Op) error {
 // writeVIMInfo writes the run's VIM to name, mode 0600 from its creation
 // (a new file renamed over name). A run that prepared no VIM (check mode,
 // --tags or --limit without k8s_vim) writes nothing and says so.
-func writeVIMInfo(g *globals, name string, out *lcm.Outcome) error {
+func writeVIMInfo(g *globals, name string, out *lcm.RunOutcome) error {
 	if out == nil || out.VIM == nil {
 		fmt.Fprintf(g.stderr, "heatsible: --vim-info %s not written: this run prepared no VIM (see above)\n", name)
 		return nil

@@ -69,7 +69,7 @@ type BundleSpec struct {
 	Inventory     []byte
 	InventoryName string
 	// Playbook is playbook.yml. It may be empty when the run uses a
-	// playbook outside the bundle (RunOptions.Playbooks, e.g. kubespray's).
+	// playbook outside the bundle (PlaybookOptions.Playbooks, e.g. kubespray's).
 	Playbook []byte
 	// Roles is copied to roles/ (its top level holds the role directories).
 	Roles fs.FS
@@ -86,7 +86,7 @@ type BundleSpec struct {
 	SecretValues []string
 	// VarsFiles are more vars files (file name -> content), written 0600
 	// at the bundle's top like Secrets, for runs that pass one instead of
-	// Secrets (RunOptions.VarsFile), e.g. what heatsible hands kubespray.
+	// Secrets (PlaybookOptions.VarsFile), e.g. what heatsible hands kubespray.
 	// Their values are not masked as such (most are not secret): list the
 	// secrets among them in SecretValues, or in Secrets too.
 	VarsFiles map[string][]byte

@@ -28,7 +28,7 @@ const killGrace = 10 * time.Second
 type LocalRunner struct{}
 
 // Run implements Runner. The bundle runs where it is (b.Dir).
-func (LocalRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (*Result, error) {
+func (LocalRunner) Run(ctx context.Context, b *Bundle, opts PlaybookOptions) (*Result, error) {
 	argv, err := Command(b, b.Dir, opts)
 	if err != nil {
 		return nil, err

@@ -49,7 +49,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// fakeHost is the fake Ansible host: ansible.Runner and ansible.Files,
+// fakeHost is the fake Ansible host: ansible.Runner and ansible.FileOps,
 // holding the stage under test until the signal has cancelled the run.
 type fakeHost struct {
 	stage string
@@ -90,7 +90,7 @@ func okResult() *ansible.Result {
 }
 
 // Run answers like RemoteRunner.Run at each stage.
-func (f *fakeHost) Run(ctx context.Context, b *ansible.Bundle, _ ansible.RunOptions) (*ansible.Result, error) {
+func (f *fakeHost) Run(ctx context.Context, b *ansible.Bundle, _ ansible.PlaybookOptions) (*ansible.Result, error) {
 	f.mu.Lock()
 	f.runs++
 	stage := fmt.Sprintf("/home/ansible/.heatsible/runs/%s%d", ansible.StagingPrefix(b.Spec().Cluster, b.Spec().Operation), f.runs)
@@ -240,7 +240,7 @@ func newInterruptRun(t *testing.T, stage string, sig syscall.Signal) *interruptR
 	r.o = RunOptions{
 		Operation: OpInstantiateEnd, Request: req, PackageDir: "../../testdata/package",
 		Source: Source{TopologyFile: "../../testdata/topology/k8s-a.yaml"}, KnownHosts: kh, Version: "test",
-		Local: true, newRunner: func() (ansible.Runner, ansible.Files) { return r.host, r.host },
+		Local: true, newRunner: func() (ansible.Runner, ansible.FileOps) { return r.host, r.host },
 		Stderr: r.stderr, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	switch stage {

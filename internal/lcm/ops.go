@@ -331,7 +331,7 @@ func canHealMaster(req *params.Request, t *topology.Topology, n topology.Node) e
 // the inventory goes and in which format (params.InventoryFile, the one
 // function validate, plan and run ask), the inventory itself, and the
 // variables every kubespray run gets.
-func (f *Files) addKubespray(req *params.Request, t *topology.Topology) error {
+func (f *OpFiles) addKubespray(req *params.Request, t *topology.Topology) error {
 	for _, ph := range f.Phases {
 		switch ph.Kind {
 		case PhaseWriteInventory, PhaseRemoveInventory, PhaseKubespray:
@@ -368,7 +368,7 @@ func (f *Files) addKubespray(req *params.Request, t *topology.Topology) error {
 }
 
 // VarsFiles are the bundle's vars files besides secrets.yml.
-func (f *Files) VarsFiles() map[string][]byte {
+func (f *OpFiles) VarsFiles() map[string][]byte {
 	if f.KubesprayVarsYAML == nil {
 		return nil
 	}

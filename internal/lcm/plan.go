@@ -32,7 +32,7 @@ type PlanOptions struct {
 }
 
 // Plan is what "heatsible run" would do, step by step. It is derived from
-// the very playbook and inventory Prepare renders for the run, so it cannot
+// the very playbook and inventory RenderOp renders for the run, so it cannot
 // drift from it.
 type Plan struct {
 	Operation string   `json:"operation"`
@@ -138,7 +138,7 @@ func MakePlan(ctx context.Context, o PlanOptions) (*Plan, error) {
 
 // withPhases puts the plays of heatsible's playbook (steps) among the
 // operation's other phases, numbered in the order they run.
-func withPhases(steps []Step, files *Files, skip string) []Step {
+func withPhases(steps []Step, files *OpFiles, skip string) []Step {
 	var out []Step
 	for _, ph := range files.Phases {
 		if ph.Kind == PhasePlaybook {

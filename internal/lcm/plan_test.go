@@ -15,7 +15,7 @@ import (
 
 func TestResolvePattern(t *testing.T) {
 	req, topo := fixture(t, "valid")
-	f, err := Prepare(req, topo, "../../testdata/package", OpInstantiateEnd, "test")
+	f, err := RenderOp(req, topo, "../../testdata/package", Op{Name: OpInstantiateEnd}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestResolvePattern(t *testing.T) {
 
 func TestPlanTags(t *testing.T) {
 	req, topo := fixture(t, "valid")
-	f, err := Prepare(req, topo, "../../testdata/package", OpInstantiateEnd, "test")
+	f, err := RenderOp(req, topo, "../../testdata/package", Op{Name: OpInstantiateEnd}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestPlanMatchesAnsible(t *testing.T) {
 		t.Skip("ansible-playbook not on PATH")
 	}
 	req, topo := fixture(t, "valid")
-	f, err := Prepare(req, topo, "../../testdata/package", OpInstantiateEnd, "test")
+	f, err := RenderOp(req, topo, "../../testdata/package", Op{Name: OpInstantiateEnd}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func listHosts(out string) [][]string {
 // with their own tasks, host lists and play-level tags.
 func TestPlanPlaybookShapes(t *testing.T) {
 	req, topo := fixture(t, "valid")
-	f, err := Prepare(req, topo, "../../testdata/package", OpInstantiateEnd, "test")
+	f, err := RenderOp(req, topo, "../../testdata/package", Op{Name: OpInstantiateEnd}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}

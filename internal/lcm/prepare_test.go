@@ -36,7 +36,7 @@ func loadRequest(t testing.TB, name string) *params.Request {
 
 func TestPrepareKeepsSecretsInTheSecretsFile(t *testing.T) {
 	req, topo := fixture(t, "valid")
-	f, err := Prepare(req, topo, "../../testdata/package", OpInstantiateEnd, "test")
+	f, err := RenderOp(req, topo, "../../testdata/package", Op{Name: OpInstantiateEnd}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestLockRefusesSecondHolder(t *testing.T) {
 func TestVolumeIdentificationReachesTheRole(t *testing.T) {
 	for name, want := range map[string]bool{"valid": false, "valid_volume_identification_device_name": true} {
 		req, topo := fixture(t, name)
-		f, err := Prepare(req, topo, "../../testdata/package", OpInstantiateEnd, "test")
+		f, err := RenderOp(req, topo, "../../testdata/package", Op{Name: OpInstantiateEnd}, "test")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -187,7 +187,7 @@ func safeName(s string) string {
 	return s
 }
 
-// where says where Ansible runs, as Outcome.Where does.
+// where says where Ansible runs, as RunOutcome.Where does.
 func (r *record) where() string {
 	if r.o.Local {
 		return "local"
@@ -214,7 +214,7 @@ func (r *record) write(l report.LogLine) {
 }
 
 // files learns the run's secrets and writes the rendered bundle, masked.
-func (r *record) files(f *Files) {
+func (r *record) files(f *OpFiles) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if m, err := redact.FromYAML(f.Secrets, append(RequestSecrets(r.o.Request), f.SecretValues...)); err == nil {
@@ -297,7 +297,7 @@ func (r *record) onEvent(next func(ansible.Event)) func(ansible.Event) {
 // finish writes the recap, the error and the end, the review report, and
 // closes the record. It returns err with " (log: PATH)" appended (same
 // exit code), and sets out.Record.
-func (r *record) finish(out *Outcome, err error) (*Outcome, error) {
+func (r *record) finish(out *RunOutcome, err error) (*RunOutcome, error) {
 	if r.dir == "" && !r.broken {
 		r.open(r.fallbackCluster())
 	}

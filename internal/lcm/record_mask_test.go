@@ -34,7 +34,7 @@ func TestRecordMasksEveryForm(t *testing.T) {
 	proxy := "http://" + url.UserPassword("user1", proxyPassword).String() + "@proxy.example.com:3128"
 	req.Cluster.MasterNode.Password = hostilePassword
 	req.Cluster.Proxy = &params.Proxy{HTTPProxy: proxy}
-	f, err := Prepare(req, topo, "../../testdata/package", OpInstantiateEnd, "test")
+	f, err := RenderOp(req, topo, "../../testdata/package", Op{Name: OpInstantiateEnd}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestRecordMasksEveryForm(t *testing.T) {
 	}
 	res := &ansible.Result{ExitCode: 2, Events: events, Recap: map[string]ansible.HostRecap{"master-0": {Failed: 2}}, RecapComplete: true}
 	runErr := fail.With(fail.HostFailed, errors.New("tasks failed: "+string(goHTML)))
-	out, err := rec.finish(&Outcome{Operation: OpInstantiateEnd, Cluster: topo.Cluster, Check: true, Result: res}, runErr)
+	out, err := rec.finish(&RunOutcome{Operation: OpInstantiateEnd, Cluster: topo.Cluster, Check: true, Result: res}, runErr)
 
 	var forms []string
 	for _, s := range []string{hostilePassword, proxy} {

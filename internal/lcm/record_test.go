@@ -71,7 +71,7 @@ func TestRecordWriter(t *testing.T) {
 	t.Setenv("HEATSIBLE_STATE_DIR", state)
 	req, topo := fixture(t, "valid")
 	req.Cluster.Ansible = &params.Ansible{IPAddress: "192.0.2.5", Username: "ansible", Password: "ansible-host-pw"}
-	f, err := Prepare(req, topo, "../../testdata/package", OpInstantiateEnd, "test")
+	f, err := RenderOp(req, topo, "../../testdata/package", Op{Name: OpInstantiateEnd}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,13 +97,13 @@ func TestRecordWriter(t *testing.T) {
 	}
 	res := &ansible.Result{Command: []string{"ansible-playbook", "--check"}, ExitCode: 2, Events: events, Started: start, Finished: start.Add(time.Minute),
 		Recap: map[string]ansible.HostRecap{"storage-server": {OK: 1, Changed: 1, Failed: 1}}, RecapComplete: true}
-	out := &Outcome{Operation: OpInstantiateEnd, Cluster: topo.Cluster, Where: "ansible host 192.0.2.5", Check: true, Result: res}
+	out := &RunOutcome{Operation: OpInstantiateEnd, Cluster: topo.Cluster, Where: "ansible host 192.0.2.5", Check: true, Result: res}
 	runErr := fail.With(fail.HostFailed, &ansible.HostsError{Kind: ansible.ErrHostFailed, Hosts: []string{"storage-server"}, Messages: map[string]string{"storage-server": "test-password-s"}})
 	out, err = rec.finish(out, runErr)
 
 	dir := filepath.Join(state, RunsDir, "k8s-a", "20261122T090000Z-instantiate-end")
 	if out.Record != dir {
-		t.Errorf("Outcome.Record = %q, want %q", out.Record, dir)
+		t.Errorf("RunOutcome.Record = %q, want %q", out.Record, dir)
 	}
 	if !strings.HasSuffix(err.Error(), "(log: "+filepath.Join(dir, RunLog)+")") || fail.Code(err) != fail.HostFailed || !errors.Is(err, ansible.ErrHostFailed) {
 		t.Errorf("error %q (code %d): want the log path at the end and exit code 4", err, fail.Code(err))

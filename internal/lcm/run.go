@@ -68,11 +68,11 @@ type RunOptions struct {
 
 	// newRunner, for tests of a run with Local set, replaces
 	// ansible.LocalRunner as the runner and the file operations.
-	newRunner func() (ansible.Runner, ansible.Files)
+	newRunner func() (ansible.Runner, ansible.FileOps)
 }
 
-// Outcome is what a run did.
-type Outcome struct {
+// RunOutcome is what a run did.
+type RunOutcome struct {
 	Operation string
 	Cluster   string
 	Where     string // "local" or "ansible host ADDR"
@@ -97,7 +97,7 @@ type Outcome struct {
 // exit code 130, whatever error the cancellation caused on its way (an SSH
 // dial error, a Heat error, a failed task) and also when every step
 // completed: that is decided here, in one place, after the run's cleanup.
-func Run(ctx context.Context, o RunOptions) (*Outcome, error) {
+func Run(ctx context.Context, o RunOptions) (*RunOutcome, error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
@@ -115,7 +115,7 @@ func Run(ctx context.Context, o RunOptions) (*Outcome, error) {
 // runOpSafe is runOp with a panic (a bug) turned into an Internal error
 // once runOp's deferred cleanups (bundle, staging directory, lock) have
 // run, so that the record and the exit code say what happened.
-func runOpSafe(ctx context.Context, o RunOptions, rec *record) (out *Outcome, err error) {
+func runOpSafe(ctx context.Context, o RunOptions, rec *record) (out *RunOutcome, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = nil, fail.With(fail.Internal, fmt.Errorf("internal error (a bug: please report it with this message): panic: %v\n%s", p, debug.Stack()))
@@ -124,7 +124,7 @@ func runOpSafe(ctx context.Context, o RunOptions, rec *record) (out *Outcome, er
 	return runOp(ctx, o, rec)
 }
 
-func runOp(ctx context.Context, o RunOptions, rec *record) (_ *Outcome, runErr error) {
+func runOp(ctx context.Context, o RunOptions, rec *record) (_ *RunOutcome, runErr error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
@@ -187,7 +187,7 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (_ *Outcome, runErr e
 	defer closeBundle(ctx, b, t.Cluster)()
 
 	var runner ansible.Runner = ansible.LocalRunner{}
-	var fileOps ansible.Files = ansible.LocalRunner{}
+	var fileOps ansible.FileOps = ansible.LocalRunner{}
 	if o.newRunner != nil {
 		runner, fileOps = o.newRunner()
 	}
@@ -228,7 +228,7 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (_ *Outcome, runErr e
 	}
 	// Records are pruned only now that this run holds the cluster's locks.
 	rec.prune()
-	out := &Outcome{Operation: o.Operation, Cluster: t.Cluster, Where: where, Check: o.Check, Topology: t, Started: start}
+	out := &RunOutcome{Operation: o.Operation, Cluster: t.Cluster, Where: where, Check: o.Check, Topology: t, Started: start}
 	ph := &phaseRunner{o: o, files: files, bundle: b, runner: runner, fileOps: fileOps, remote: remoteRunner, cluster: t.Cluster, log: log}
 	if err := ph.preflight(ctx); err != nil {
 		return nil, err
@@ -291,7 +291,7 @@ func (p *phaseRunner) finishVIM(t *topology.Topology, rec *record) (*VIM, error)
 
 // vimLeftOut says why --limit or --tags keep the k8s_vim role from running,
 // or "" when it runs.
-func vimLeftOut(f *Files, limit string, tags []string) string {
+func vimLeftOut(f *OpFiles, limit string, tags []string) string {
 	plan, err := PlanFiles(f.Playbook, f.Inventory, limit, tags)
 	if err != nil {
 		return ""
@@ -317,7 +317,7 @@ func vimLeftOut(f *Files, limit string, tags []string) string {
 // (and checked against the request), the operation's files rendered. The
 // topology is returned even when rendering fails, so a run record can name
 // the cluster.
-func load(ctx context.Context, op Op, req *params.Request, pkgDir string, src Source, version string) (*topology.Topology, *Files, error) {
+func load(ctx context.Context, op Op, req *params.Request, pkgDir string, src Source, version string) (*topology.Topology, *OpFiles, error) {
 	if err := op.Check(); err != nil {
 		return nil, nil, fail.With(fail.Invalid, err)
 	}
@@ -328,7 +328,7 @@ func load(ctx context.Context, op Op, req *params.Request, pkgDir string, src So
 	if err != nil {
 		return nil, nil, err
 	}
-	files, err := PrepareOp(req, t, pkgDir, op, version)
+	files, err := RenderOp(req, t, pkgDir, op, version)
 	if err != nil {
 		if errors.As(err, new(*fail.Error)) {
 			return t, nil, err // a refusal at plan time keeps its code (Refused)
@@ -338,14 +338,9 @@ func load(ctx context.Context, op Op, req *params.Request, pkgDir string, src So
 	return t, files, nil
 }
 
-// Prepare builds the files of operation op (no target); see PrepareOp.
-func Prepare(req *params.Request, t *topology.Topology, pkgDir, op, version string) (*Files, error) {
-	return PrepareOp(req, t, pkgDir, Op{Name: op}, version)
-}
-
-// PrepareOp builds the operation's files: inventory, playbook, group_vars,
+// RenderOp builds the operation's files: inventory, playbook, group_vars,
 // secrets and prepared manifests. It touches nothing outside memory.
-func PrepareOp(req *params.Request, t *topology.Topology, pkgDir string, op Op, version string) (*Files, error) {
+func RenderOp(req *params.Request, t *topology.Topology, pkgDir string, op Op, version string) (*OpFiles, error) {
 	inv, err := Inventory(req, t)
 	if err != nil {
 		return nil, err
@@ -356,7 +351,7 @@ func PrepareOp(req *params.Request, t *topology.Topology, pkgDir string, op Op, 
 	if err := inv.WriteYAML(&buf); err != nil {
 		return nil, err
 	}
-	f := &Files{Inventory: buf.Bytes()}
+	f := &OpFiles{Inventory: buf.Bytes()}
 	if err := buildVars(req, t, pkgDir, f); err != nil {
 		return nil, err
 	}
@@ -432,7 +427,7 @@ func PrepareOp(req *params.Request, t *topology.Topology, pkgDir string, op Op, 
 
 // bundleFiles are the files a run bundle carries besides its inventory,
 // playbook, roles and secrets.
-func bundleFiles(f *Files) map[string][]byte {
+func bundleFiles(f *OpFiles) map[string][]byte {
 	out := map[string][]byte{}
 	for name, b := range f.Manifests {
 		out[ManifestDir+"/"+name] = b

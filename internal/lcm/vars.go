@@ -12,9 +12,9 @@ import (
 	"github.com/heatsible/heatsible/inventory"
 )
 
-// Files are the operation-specific files of a run bundle, before the runner
+// OpFiles are the operation-specific files of a run bundle, before the runner
 // stages them with the roles.
-type Files struct {
+type OpFiles struct {
 	Inventory []byte
 	Playbook  []byte
 	// GroupVars maps a group name to its group_vars/<group>.yml. None of them
@@ -83,7 +83,7 @@ type pvManifest struct {
 const ManifestDir = "manifests"
 
 // buildVars computes group_vars, secrets and prepared manifests for req on t.
-func buildVars(req *params.Request, t *topology.Topology, pkgDir string, f *Files) error {
+func buildVars(req *params.Request, t *topology.Topology, pkgDir string, f *OpFiles) error {
 	c := req.Cluster
 	all := map[string]any{}
 	f.GroupVars = map[string][]byte{}
@@ -228,7 +228,7 @@ func buildVars(req *params.Request, t *topology.Topology, pkgDir string, f *File
 	return nil
 }
 
-func addGroupVars(f *Files, group string, vars map[string]any) error {
+func addGroupVars(f *OpFiles, group string, vars map[string]any) error {
 	b, err := marshal(vars)
 	if err != nil {
 		return err

@@ -42,7 +42,7 @@ func TestReportOfARealCheckRunHasNoSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	res, runErr := ansible.LocalRunner{}.Run(context.Background(), b, ansible.RunOptions{Check: true, Diff: true})
+	res, runErr := ansible.LocalRunner{}.Run(context.Background(), b, ansible.PlaybookOptions{Check: true, Diff: true})
 	if !errors.Is(runErr, ansible.ErrHostFailed) {
 		t.Fatalf("run error %v, want a failed host (beta)", runErr)
 	}
