@@ -20,6 +20,7 @@ import (
 	"github.com/heatsible/heatsible/internal/lcm"
 	"github.com/heatsible/heatsible/internal/redact"
 	review "github.com/heatsible/heatsible/internal/report"
+	"github.com/heatsible/heatsible/internal/state"
 	"github.com/heatsible/heatsible/roles"
 )
 
@@ -223,7 +224,7 @@ records of each cluster are kept.`,
 				if werr := writeReport(reportFile, rep, p.mask); werr != nil {
 					werr = fmt.Errorf("writing the review report: %w", werr)
 					if err == nil {
-						return fail.With(fail.Internal, fmt.Errorf("%w (log: %s)", werr, filepath.Join(out.Record, lcm.RunLog)))
+						return fail.With(fail.Internal, fmt.Errorf("%w (log: %s)", werr, filepath.Join(out.Record, state.RunLog)))
 					}
 					fmt.Fprintf(g.stderr, "heatsible: %v\n", werr)
 				} else if !g.json() {
@@ -452,7 +453,7 @@ func writeVIMInfo(g *globals, name string, out *lcm.RunOutcome) error {
 		return os.Rename(f.Name(), name)
 	}()
 	if werr != nil {
-		return fail.With(fail.Internal, fmt.Errorf("writing --vim-info %s: %v; the VIM was prepared: re-run the operation to write it (nothing changes) (log: %s)", name, werr, filepath.Join(out.Record, lcm.RunLog)))
+		return fail.With(fail.Internal, fmt.Errorf("writing --vim-info %s: %v; the VIM was prepared: re-run the operation to write it (nothing changes) (log: %s)", name, werr, filepath.Join(out.Record, state.RunLog)))
 	}
 	if !g.json() {
 		fmt.Fprintf(g.stderr, "heatsible: Tacker's Kubernetes VIM (server, CA, token) written to %s (mode 0600)\n", name)

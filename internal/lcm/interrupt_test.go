@@ -21,6 +21,7 @@ import (
 	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/interrupt"
+	"github.com/heatsible/heatsible/internal/state"
 )
 
 // These tests send real signals (SIGINT, SIGTERM, SIGHUP) to the test
@@ -314,12 +315,12 @@ func TestSignalAtEachStage(t *testing.T) {
 				if left := r.bundles(t); len(left) > 0 {
 					t.Errorf("local bundles left: %v", left)
 				}
-				if l, lerr := Acquire("k8s-a", "check", false); lerr != nil {
+				if l, lerr := state.Acquire("k8s-a", "check", false); lerr != nil {
 					t.Errorf("the lock after the interrupted run: %v", lerr)
 				} else {
 					l.Release()
 				}
-				if b, rerr := os.ReadFile(LogPath(err)); rerr != nil || !strings.Contains(string(b), `"exit_code":130`) {
+				if b, rerr := os.ReadFile(state.LogPath(err)); rerr != nil || !strings.Contains(string(b), `"exit_code":130`) {
 					t.Errorf("run.log (%v) does not record exit code 130:\n%s", rerr, b)
 				}
 			})
@@ -364,7 +365,7 @@ func TestSecondSignalDuringCleanup(t *testing.T) {
 				"  removed: the local run bundle " + filepath.Join(r.tmp, ansible.StagingPrefix("k8s-a", OpInstantiateEnd)),
 				"  left behind: the cluster lock " + filepath.Join(os.Getenv("HEATSIBLE_STATE_DIR"), "k8s-a.lock") + ", naming this run",
 				"--break-lock",
-				"  run record: " + filepath.Join(os.Getenv("HEATSIBLE_STATE_DIR"), RunsDir, "k8s-a") + "/",
+				"  run record: " + filepath.Join(os.Getenv("HEATSIBLE_STATE_DIR"), state.RunsDir, "k8s-a") + "/",
 			}
 			for _, w := range wants {
 				if !strings.Contains(got, w) {
@@ -391,12 +392,12 @@ func TestPanicCleansUp(t *testing.T) {
 	if left := r.bundles(t); len(left) > 0 {
 		t.Errorf("local bundles left: %v", left)
 	}
-	if l, lerr := Acquire("k8s-a", "check", false); lerr != nil {
+	if l, lerr := state.Acquire("k8s-a", "check", false); lerr != nil {
 		t.Errorf("the lock after the panic: %v", lerr)
 	} else {
 		l.Release()
 	}
-	if b, rerr := os.ReadFile(LogPath(err)); rerr != nil || !strings.Contains(string(b), "a bug in the runner") {
+	if b, rerr := os.ReadFile(state.LogPath(err)); rerr != nil || !strings.Contains(string(b), "a bug in the runner") {
 		t.Errorf("run.log (%v) does not record the panic:\n%s", rerr, b)
 	}
 }

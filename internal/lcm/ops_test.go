@@ -263,8 +263,8 @@ func TestKubesprayInventoryLoads(t *testing.T) {
 // inventory heatsible wrote for kubespray goes, the operator's own files in
 // that directory stay, and so does nothing of the lock.
 func TestTerminateEndRemovesState(t *testing.T) {
-	state := t.TempDir()
-	t.Setenv("HEATSIBLE_STATE_DIR", state)
+	stateDir := t.TempDir()
+	t.Setenv("HEATSIBLE_STATE_DIR", stateDir)
 	req, topo := scaleFixture(t, "kubespray_lb")
 	ks := filepath.Join(t.TempDir(), "kubespray")
 	invDir := filepath.Join(ks, "inventory", "mycluster")
@@ -297,7 +297,7 @@ func TestTerminateEndRemovesState(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(invDir, "group_vars", "all.yml")); err != nil {
 		t.Errorf("terminate-end removed the operator's file: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(state, "k8s-a.lock")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(stateDir, "k8s-a.lock")); !os.IsNotExist(err) {
 		t.Errorf("the lock file is still there: %v", err)
 	}
 	if _, err := os.Stat(out.Record); err != nil {

@@ -7,6 +7,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/heatsible/heatsible/internal/params"
+	"github.com/heatsible/heatsible/internal/state"
 	"github.com/heatsible/heatsible/internal/topology"
 )
 
@@ -109,16 +110,16 @@ func TestContract(t *testing.T) {
 
 func TestLockRefusesSecondHolder(t *testing.T) {
 	t.Setenv("HEATSIBLE_STATE_DIR", t.TempDir())
-	l, err := Acquire("k8s-a", "instantiate-end", false)
+	l, err := state.Acquire("k8s-a", "instantiate-end", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Acquire("k8s-a", "heal-end", false)
+	_, err = state.Acquire("k8s-a", "heal-end", false)
 	if err == nil || !strings.Contains(err.Error(), "instantiate-end (pid") {
 		t.Fatalf("second Acquire: %v", err)
 	}
 	l.Release()
-	l2, err := Acquire("k8s-a", "heal-end", false)
+	l2, err := state.Acquire("k8s-a", "heal-end", false)
 	if err != nil {
 		t.Fatalf("after release: %v", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/heatsible/heatsible/internal/interrupt"
 	"github.com/heatsible/heatsible/internal/params"
 	"github.com/heatsible/heatsible/internal/remote"
+	"github.com/heatsible/heatsible/internal/state"
 	"github.com/heatsible/heatsible/internal/topology"
 	"github.com/heatsible/heatsible/playbooks"
 	"github.com/heatsible/heatsible/roles"
@@ -49,7 +50,7 @@ type RunOptions struct {
 	InsecureIgnoreHostKey bool
 
 	// BreakLock takes over the lock left by a run that was killed (see
-	// Acquire); it never takes a lock from a live run.
+	// state.Acquire); it never takes a lock from a live run.
 	BreakLock bool
 
 	Check     bool
@@ -81,7 +82,7 @@ type RunOutcome struct {
 	Result    *ansible.Result
 	Started   time.Time
 	Duration  time.Duration
-	// Record is the run record's directory (see record.go).
+	// Record is the run record's directory (see package state).
 	Record string
 	// VIM is Tacker's Kubernetes VIM the run prepared (nil: none; see
 	// vim.go). Its BearerToken is a secret: every masker of the run knows
@@ -91,7 +92,7 @@ type RunOutcome struct {
 
 // Run runs an operation: topology, lock, bundle, ansible-playbook, recap.
 // Errors carry exit codes (package fail) and end with "(log: PATH)": every
-// run leaves a record under StateDir()/runs (see record.go).
+// run leaves a record under state.Dir()/runs (see package state).
 //
 // Once ctx is cancelled (a signal: see package interrupt) the outcome is
 // exit code 130, whatever error the cancellation caused on its way (an SSH
@@ -103,19 +104,19 @@ func Run(ctx context.Context, o RunOptions) (*RunOutcome, error) {
 		log = slog.Default()
 	}
 	rec := newRecord(o, log, time.Now())
-	o.OnEvent = rec.onEvent(o.OnEvent)
-	defer interrupt.Track(ctx, interrupt.Leftover{Now: rec.abandon})()
+	o.OnEvent = rec.OnEvent(o.OnEvent)
+	defer interrupt.Track(ctx, interrupt.Leftover{Now: rec.Abandon})()
 	if err := ctx.Err(); err != nil { // interrupted before it started: start nothing
-		return rec.finish(nil, interrupt.Err(ctx, err))
+		return finishRecord(rec, nil, interrupt.Err(ctx, err))
 	}
 	out, err := runOpSafe(ctx, o, rec)
-	return rec.finish(out, interrupt.Err(ctx, err))
+	return finishRecord(rec, out, interrupt.Err(ctx, err))
 }
 
 // runOpSafe is runOp with a panic (a bug) turned into an Internal error
 // once runOp's deferred cleanups (bundle, staging directory, lock) have
 // run, so that the record and the exit code say what happened.
-func runOpSafe(ctx context.Context, o RunOptions, rec *record) (out *RunOutcome, err error) {
+func runOpSafe(ctx context.Context, o RunOptions, rec *state.Record) (out *RunOutcome, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = nil, fail.With(fail.Internal, fmt.Errorf("internal error (a bug: please report it with this message): panic: %v\n%s", p, debug.Stack()))
@@ -124,22 +125,22 @@ func runOpSafe(ctx context.Context, o RunOptions, rec *record) (out *RunOutcome,
 	return runOp(ctx, o, rec)
 }
 
-func runOp(ctx context.Context, o RunOptions, rec *record) (_ *RunOutcome, runErr error) {
+func runOp(ctx context.Context, o RunOptions, rec *state.Record) (_ *RunOutcome, runErr error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	start := rec.started
+	start := rec.Started()
 	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased, Nodes: o.Nodes, Tags: o.Tags}
 	req := o.Request
 	t, files, err := load(ctx, op, req, o.PackageDir, o.Source, o.Version)
 	if t != nil {
-		rec.open(t.Cluster)
+		rec.Open(t.Cluster)
 	}
 	if err != nil {
 		return nil, err
 	}
-	rec.files(files)
+	recordFiles(rec, files)
 	sweepBundles(t.Cluster, o.Stderr, log)
 	// Everything that can be checked locally is checked before any host is
 	// touched: the request and topology (above), known_hosts, where Ansible
@@ -158,7 +159,7 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (_ *RunOutcome, runEr
 		sshCfg = cfg
 		where = "ansible host " + cfg.Address
 	}
-	lock, err := Acquire(t.Cluster, o.Operation, o.BreakLock)
+	lock, err := state.Acquire(t.Cluster, o.Operation, o.BreakLock)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +207,7 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (_ *RunOutcome, runEr
 		// The cluster's lock on the Ansible host, for the whole remote
 		// run: the lock above cannot see another machine.
 		h := lock.Holder()
-		h.Record = rec.dir
+		h.Record = rec.Dir()
 		remoteLock, err = remoteRunner.Lock(ctx, t.Cluster, h, o.BreakLock)
 		if err != nil {
 			return nil, fail.With(lockExit(err), err)
@@ -227,7 +228,7 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (_ *RunOutcome, runEr
 		go watchRemoteLock(ctx, stop, remoteLock, client, log)
 	}
 	// Records are pruned only now that this run holds the cluster's locks.
-	rec.prune()
+	rec.Prune()
 	out := &RunOutcome{Operation: o.Operation, Cluster: t.Cluster, Where: where, Check: o.Check, Topology: t, Started: start}
 	ph := &phaseRunner{o: o, files: files, bundle: b, runner: runner, fileOps: fileOps, remote: remoteRunner, cluster: t.Cluster, log: log}
 	if err := ph.preflight(ctx); err != nil {
@@ -261,7 +262,7 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (_ *RunOutcome, runEr
 // finishVIM builds Tacker's Kubernetes VIM from what the k8s_vim role left,
 // teaches the record's masker its token, and says what was prepared (or
 // why nothing was: check mode, --tags or --limit leaving the role out).
-func (p *phaseRunner) finishVIM(t *topology.Topology, rec *record) (*VIM, error) {
+func (p *phaseRunner) finishVIM(t *topology.Topology, rec *state.Record) (*VIM, error) {
 	e := *p.files.VIM
 	master := t.ByRole(topology.RoleMaster)[0].Name
 	if p.o.Check {
@@ -281,7 +282,7 @@ func (p *phaseRunner) finishVIM(t *topology.Topology, rec *record) (*VIM, error)
 	if err != nil {
 		return nil, fail.With(fail.HostFailed, err)
 	}
-	rec.learn(vo.VIM.BearerToken)
+	rec.Learn(vo.VIM.BearerToken)
 	for _, w := range vo.Warnings {
 		p.say("warning: %s", w)
 	}
