@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/heatsible/heatsible/internal/fail"
+	"github.com/heatsible/heatsible/internal/hostpattern"
 	"github.com/heatsible/heatsible/internal/params"
 	"github.com/heatsible/heatsible/internal/topology"
 )
@@ -150,7 +151,7 @@ const (
 // membership of the cluster. "--tags nfs_client" (the shim's kubeadm
 // variant) does not: the node's NFS client only, no join, no refusal.
 func membership(tags []string) bool {
-	return selected([]string{roleK8sNode, roleK8sJoin}, tags)
+	return hostpattern.Selected([]string{roleK8sNode, roleK8sJoin}, tags)
 }
 
 // Phase kinds: what one step of a run does.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/heatsible/heatsible/internal/ansible"
+	"github.com/heatsible/heatsible/internal/hostpattern"
 	"github.com/heatsible/heatsible/roles"
 )
 
@@ -19,7 +20,7 @@ func TestResolvePattern(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv, err := parseInventory(f.Inventory)
+	inv, err := hostpattern.ParseInventory(f.Inventory)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,16 +46,16 @@ func TestResolvePattern(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.pattern, func(t *testing.T) {
-			got, err := inv.resolve(tt.pattern)
+			got, err := inv.Resolve(tt.pattern)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(got, tt.want) {
-				t.Errorf("resolve(%q) = %v, want %v", tt.pattern, got, tt.want)
+				t.Errorf("Resolve(%q) = %v, want %v", tt.pattern, got, tt.want)
 			}
 		})
 	}
-	if _, err := inv.resolve("kube_node[0]"); err == nil {
+	if _, err := inv.Resolve("kube_node[0]"); err == nil {
 		t.Error("a subscript resolved; want an error (not supported)")
 	}
 }
