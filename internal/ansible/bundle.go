@@ -4,6 +4,10 @@
 // the ansible.posix.jsonl callback's output into live events and a per-host
 // recap.
 //
+// Masking is package redact's job: a bundle holds a redact.Masker that
+// knows every form of every secret it stages, and every event, message and
+// diff is masked with it before anyone sees it.
+//
 // Secrets reach ansible-playbook only through the 0600 secrets file passed
 // with "-e @file": never argv, never the environment (go-ansible prints the
 // environment it was given in its error messages), never the inventory.
@@ -50,9 +54,6 @@ const (
 	DefaultForks   = 50
 	DefaultTimeout = 30
 )
-
-// Masked replaces secret values in masked copies and output.
-const Masked = redact.Masked
 
 // BundleSpec is everything a run needs, as produced by the caller.
 type BundleSpec struct {
@@ -426,10 +427,10 @@ func (b *Bundle) InventoryPath(root string) string { return root + "/" + Invento
 // Masker returns the bundle's masker: every form of every secret value.
 func (b *Bundle) Masker() *redact.Masker { return b.masker }
 
-// Mask replaces every form of every secret value in s with Masked.
+// Mask replaces every form of every secret value in s with redact.Masked.
 func (b *Bundle) Mask(s string) string { return b.masker.Mask(s) }
 
-// MaskedSecrets returns secrets.yml with every value replaced by Masked,
+// MaskedSecrets returns secrets.yml with every value replaced by redact.Masked,
 // for run records.
 func (b *Bundle) MaskedSecrets() ([]byte, error) { return redact.MaskYAML(b.spec.Secrets) }
 

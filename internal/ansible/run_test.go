@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/heatsible/heatsible/internal/redact"
 )
 
 func needAnsible(t *testing.T) {
@@ -332,7 +334,7 @@ func TestLocalRunnerSecretsStayOutOfArgvEnvAndOutput(t *testing.T) {
 			leak = e.Msg
 		}
 	}
-	if leak != "the password is "+Masked {
+	if leak != "the password is "+redact.Masked {
 		t.Errorf("leaking task message %q, want it masked", leak)
 	}
 	all := fmt.Sprintf("%+v %s %s", res.Events, res.Stdout, res.Stderr+stderr.String())

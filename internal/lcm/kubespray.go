@@ -4,8 +4,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/params"
+	"github.com/heatsible/heatsible/internal/redact"
 	"github.com/heatsible/heatsible/internal/topology"
 	"github.com/heatsible/heatsible/inventory"
 )
@@ -124,7 +124,7 @@ func MaskedKubesprayVars(vars map[string]any) map[string]any {
 }
 
 // maskUserinfo replaces the user information of URL u (scheme://user:pw@)
-// with ansible.Masked.
+// with redact.Masked.
 func maskUserinfo(u string) string {
 	scheme, rest, ok := strings.Cut(u, "://")
 	if !ok {
@@ -138,5 +138,5 @@ func maskUserinfo(u string) string {
 	if at < 0 {
 		return u
 	}
-	return scheme + "://" + ansible.Masked + rest[at:]
+	return scheme + "://" + redact.Masked + rest[at:]
 }

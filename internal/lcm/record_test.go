@@ -16,6 +16,7 @@ import (
 	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/params"
+	"github.com/heatsible/heatsible/internal/redact"
 	"github.com/heatsible/heatsible/internal/report"
 	"github.com/heatsible/heatsible/internal/state"
 )
@@ -123,8 +124,8 @@ func TestRecordWriter(t *testing.T) {
 			t.Errorf("the record lacks %s (has %v)", want, keys(files))
 		}
 	}
-	if !strings.Contains(files["bundle/secrets.yml"], "storage_password: '"+ansible.Masked+"'") &&
-		!strings.Contains(files["bundle/secrets.yml"], "storage_password: "+ansible.Masked) {
+	if !strings.Contains(files["bundle/secrets.yml"], "storage_password: '"+redact.Masked+"'") &&
+		!strings.Contains(files["bundle/secrets.yml"], "storage_password: "+redact.Masked) {
 		t.Errorf("masked secrets.yml:\n%s", files["bundle/secrets.yml"])
 	}
 	if !strings.Contains(files[state.RecordReport], "**1 changes on 1 hosts would be made.**") {
