@@ -9,6 +9,7 @@ import (
 	"github.com/heatsible/heatsible/internal/hostpattern"
 	"github.com/heatsible/heatsible/internal/params"
 	"github.com/heatsible/heatsible/internal/topology"
+	"github.com/heatsible/heatsible/inventory"
 )
 
 // Operations heatsible runs with "heatsible run".
@@ -344,7 +345,7 @@ func (f *OpFiles) addKubespray(req *params.Request, t *topology.Topology) error 
 			if prob != nil {
 				return params.Problems{*prob}
 			}
-			f.KubesprayInventoryPath, f.KubesprayInventoryFormat = inv.Path, inv.Format
+			f.KubesprayInventoryPath, f.KubesprayInventoryFormat = inv.Path, inventory.Format(inv.Format)
 			f.KubesprayRoot = req.Cluster.Ansible.KubesprayRootPath
 		}
 		switch ph.Kind {
