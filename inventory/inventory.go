@@ -1,7 +1,10 @@
 // Package inventory builds heatsible's Ansible inventory from a cluster
 // topology and writes it as INI or YAML. The layout is kubespray's
 // (kube_control_plane, etcd, kube_node, calico_rr, k8s_cluster) plus the
-// storage groups nfs_server and nfs_client.
+// storage groups nfs_server and nfs_client. Kubespray builds the
+// inventory heatsible hands kubespray (its groups only), and Marshal writes
+// every YAML vars file heatsible gives Ansible (strings tagged !unsafe, see
+// literal.go): there is one inventory builder.
 //
 // No secret ever goes into an inventory: passwords travel in a separate
 // 0600 vars file that the runner removes after the run.

@@ -38,7 +38,7 @@ func TestOutputMasksEveryForm(t *testing.T) {
 	}
 	res := &ansible.Result{ExitCode: 2, Events: events, Recap: map[string]ansible.HostRecap{"h": {Failed: 1, Changed: 1}}, RecapComplete: true,
 		Started: time.Now(), Finished: time.Now()}
-	out := &lcm.Outcome{Operation: "instantiate-end", Cluster: "c & d", Where: "local", Check: true, Result: res}
+	out := &lcm.RunOutcome{Operation: "instantiate-end", Cluster: "c & d", Where: "local", Check: true, Result: res}
 	runErr := fail.With(fail.HostFailed, errors.New("tasks failed on h: "+string(goHTML)))
 	mask := redact.New(maskSecret)
 	rep := review.Build(review.Input{Operation: out.Operation, Cluster: out.Cluster, Where: out.Where, Check: true, Result: res, Err: runErr})

@@ -20,6 +20,7 @@ import (
 	"github.com/heatsible/heatsible/internal/lcm"
 	"github.com/heatsible/heatsible/internal/redact"
 	review "github.com/heatsible/heatsible/internal/report"
+	"github.com/heatsible/heatsible/internal/state"
 	"github.com/heatsible/heatsible/roles"
 )
 
@@ -227,7 +228,7 @@ records of each cluster are kept.`,
 				if werr := writeReport(reportFile, rep, p.mask); werr != nil {
 					werr = fmt.Errorf("writing the review report: %w", werr)
 					if err == nil {
-						return fail.With(fail.Internal, fmt.Errorf("%w (log: %s)", werr, filepath.Join(out.Record, lcm.RunLog)))
+						return fail.With(fail.Internal, fmt.Errorf("%w (log: %s)", werr, filepath.Join(out.Record, state.RunLog)))
 					}
 					fmt.Fprintf(g.stderr, "heatsible: %v\n", werr)
 				} else if !g.json() {
@@ -314,7 +315,7 @@ func (p *progress) event(e ansible.Event) {
 	}
 }
 
-func (p *progress) finish(out *lcm.Outcome, err error, rep *review.Report) {
+func (p *progress) finish(out *lcm.RunOutcome, err error, rep *review.Report) {
 	if out == nil {
 		return
 	}
@@ -427,7 +428,7 @@ func checkVIMInfo(name string, op lcm.Op) error {
 // writeVIMInfo writes the run's VIM to name, mode 0600 from its creation
 // (a new file renamed over name). A run that prepared no VIM (check mode,
 // --tags or --limit without k8s_vim) writes nothing and says so.
-func writeVIMInfo(g *globals, name string, out *lcm.Outcome) error {
+func writeVIMInfo(g *globals, name string, out *lcm.RunOutcome) error {
 	if out == nil || out.VIM == nil {
 		fmt.Fprintf(g.stderr, "heatsible: --vim-info %s not written: this run prepared no VIM (see above)\n", name)
 		return nil
@@ -456,7 +457,7 @@ func writeVIMInfo(g *globals, name string, out *lcm.Outcome) error {
 		return os.Rename(f.Name(), name)
 	}()
 	if werr != nil {
-		return fail.With(fail.Internal, fmt.Errorf("writing --vim-info %s: %v; the VIM was prepared: re-run the operation to write it (nothing changes) (log: %s)", name, werr, filepath.Join(out.Record, lcm.RunLog)))
+		return fail.With(fail.Internal, fmt.Errorf("writing --vim-info %s: %v; the VIM was prepared: re-run the operation to write it (nothing changes) (log: %s)", name, werr, filepath.Join(out.Record, state.RunLog)))
 	}
 	if !g.json() {
 		fmt.Fprintf(g.stderr, "heatsible: Tacker's Kubernetes VIM (server, CA, token) written to %s (mode 0600)\n", name)

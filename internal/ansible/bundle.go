@@ -4,6 +4,10 @@
 // the ansible.posix.jsonl callback's output into live events and a per-host
 // recap.
 //
+// Masking is package redact's job: a bundle holds a redact.Masker that
+// knows every form of every secret it stages, and every event, message and
+// diff is masked with it before anyone sees it.
+//
 // Secrets reach ansible-playbook only through the 0600 secrets file passed
 // with "-e @file": never argv, never the environment (go-ansible prints the
 // environment it was given in its error messages), never the inventory.
@@ -51,9 +55,6 @@ const (
 	DefaultTimeout = 30
 )
 
-// Masked replaces secret values in masked copies and output.
-const Masked = redact.Masked
-
 // BundleSpec is everything a run needs, as produced by the caller.
 type BundleSpec struct {
 	// Cluster and Operation name the run; they appear in staging directory
@@ -69,7 +70,7 @@ type BundleSpec struct {
 	Inventory     []byte
 	InventoryName string
 	// Playbook is playbook.yml. It may be empty when the run uses a
-	// playbook outside the bundle (RunOptions.Playbooks, e.g. kubespray's).
+	// playbook outside the bundle (PlaybookOptions.Playbooks, e.g. kubespray's).
 	Playbook []byte
 	// Roles is copied to roles/ (its top level holds the role directories).
 	Roles fs.FS
@@ -86,7 +87,7 @@ type BundleSpec struct {
 	SecretValues []string
 	// VarsFiles are more vars files (file name -> content), written 0600
 	// at the bundle's top like Secrets, for runs that pass one instead of
-	// Secrets (RunOptions.VarsFile), e.g. what heatsible hands kubespray.
+	// Secrets (PlaybookOptions.VarsFile), e.g. what heatsible hands kubespray.
 	// Their values are not masked as such (most are not secret): list the
 	// secrets among them in SecretValues, or in Secrets too.
 	VarsFiles map[string][]byte
@@ -426,10 +427,10 @@ func (b *Bundle) InventoryPath(root string) string { return root + "/" + Invento
 // Masker returns the bundle's masker: every form of every secret value.
 func (b *Bundle) Masker() *redact.Masker { return b.masker }
 
-// Mask replaces every form of every secret value in s with Masked.
+// Mask replaces every form of every secret value in s with redact.Masked.
 func (b *Bundle) Mask(s string) string { return b.masker.Mask(s) }
 
-// MaskedSecrets returns secrets.yml with every value replaced by Masked,
+// MaskedSecrets returns secrets.yml with every value replaced by redact.Masked,
 // for run records.
 func (b *Bundle) MaskedSecrets() ([]byte, error) { return redact.MaskYAML(b.spec.Secrets) }
 

@@ -195,25 +195,25 @@ func TestCommand(t *testing.T) {
 	base := []string{"ansible-playbook", "--extra-vars=@/s/secrets.yml", "--inventory=/s/inventory"}
 	tests := []struct {
 		name    string
-		opts    RunOptions
+		opts    PlaybookOptions
 		want    []string
 		wantErr string
 	}{
 		{name: "default", want: append(slices.Clone(base), "/s/playbook.yml")},
 		{
 			name: "check diff limit tags",
-			opts: RunOptions{Check: true, Diff: true, Limit: "worker-1,worker-2", Tags: []string{"nfs", "pv"}, SkipTags: []string{"slow"}},
+			opts: PlaybookOptions{Check: true, Diff: true, Limit: "worker-1,worker-2", Tags: []string{"nfs", "pv"}, SkipTags: []string{"slow"}},
 			want: []string{"ansible-playbook", "--check", "--diff", "--extra-vars=@/s/secrets.yml", "--inventory=/s/inventory", "--limit=worker-1,worker-2", "--skip-tags=slow", "--tags=nfs,pv", "/s/playbook.yml"},
 		},
 		{
 			name: "kubespray playbooks, extra vars, verbosity",
-			opts: RunOptions{Playbooks: []string{"remove-node.yml"}, ExtraVars: map[string]any{"node": "worker-3", "skip_confirmation": true}, Verbosity: 2, Binary: "/opt/venv/bin/ansible-playbook"},
+			opts: PlaybookOptions{Playbooks: []string{"remove-node.yml"}, ExtraVars: map[string]any{"node": "worker-3", "skip_confirmation": true}, Verbosity: 2, Binary: "/opt/venv/bin/ansible-playbook"},
 			want: []string{"/opt/venv/bin/ansible-playbook", `--extra-vars={"node":"worker-3","skip_confirmation":true}`, "--extra-vars=@/s/secrets.yml", "--inventory=/s/inventory", "-vv", "remove-node.yml"},
 		},
-		{name: "secret in extra vars", opts: RunOptions{ExtraVars: map[string]any{"pw": testSecret}}, wantErr: "secret value would appear on the command line"},
-		{name: "secret in limit", opts: RunOptions{Limit: testSecret}, wantErr: "secret value"},
-		{name: "jinja in extra vars", opts: RunOptions{ExtraVars: map[string]any{"node": "w{{ lookup('pipe', 'id') }}"}}, wantErr: "Jinja delimiter"},
-		{name: "jinja comment in extra vars", opts: RunOptions{ExtraVars: map[string]any{"node": "w{#"}}, wantErr: "Jinja delimiter"},
+		{name: "secret in extra vars", opts: PlaybookOptions{ExtraVars: map[string]any{"pw": testSecret}}, wantErr: "secret value would appear on the command line"},
+		{name: "secret in limit", opts: PlaybookOptions{Limit: testSecret}, wantErr: "secret value"},
+		{name: "jinja in extra vars", opts: PlaybookOptions{ExtraVars: map[string]any{"node": "w{{ lookup('pipe', 'id') }}"}}, wantErr: "Jinja delimiter"},
+		{name: "jinja comment in extra vars", opts: PlaybookOptions{ExtraVars: map[string]any{"node": "w{#"}}, wantErr: "Jinja delimiter"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -241,10 +241,10 @@ func TestCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer nb.Close()
-		if _, err := Command(nb, "/s", RunOptions{}); err == nil {
+		if _, err := Command(nb, "/s", PlaybookOptions{}); err == nil {
 			t.Error("Command without any playbook succeeded")
 		}
-		if _, err := Command(nb, "/s", RunOptions{Playbooks: []string{"cluster.yml"}}); err != nil {
+		if _, err := Command(nb, "/s", PlaybookOptions{Playbooks: []string{"cluster.yml"}}); err != nil {
 			t.Error(err)
 		}
 	})

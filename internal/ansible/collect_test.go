@@ -57,7 +57,7 @@ func TestCollect(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := collectBundle(t)
 			var rec recorder
-			res, err := tc.runner.Run(context.Background(), b, RunOptions{OnEvent: rec.on, Collect: []string{"out/info.json", "out/none.json"}})
+			res, err := tc.runner.Run(context.Background(), b, PlaybookOptions{OnEvent: rec.on, Collect: []string{"out/info.json", "out/none.json"}})
 			if err != nil {
 				t.Fatalf("Run: %v\n%s", err, res.Stderr)
 			}
@@ -87,7 +87,7 @@ func TestCollect(t *testing.T) {
 func TestCollectRefusesPathsOutsideTheBundle(t *testing.T) {
 	b := collectBundle(t)
 	for _, rel := range []string{"../x.json", "/etc/passwd", "secrets.yml", "inventory/hosts.yml", "a/../b", "."} {
-		if _, err := (LocalRunner{}).Run(context.Background(), b, RunOptions{Collect: []string{rel}}); err == nil || !strings.Contains(err.Error(), "collect") {
+		if _, err := (LocalRunner{}).Run(context.Background(), b, PlaybookOptions{Collect: []string{rel}}); err == nil || !strings.Contains(err.Error(), "collect") {
 			t.Errorf("Collect %q: %v, want refused", rel, err)
 		}
 	}

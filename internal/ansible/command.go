@@ -26,11 +26,11 @@ type Runner interface {
 	// otherwise it is a *HostsError (errors.Is ErrHostFailed /
 	// ErrUnreachable, both joined if both happened), a *PlaybookError, or
 	// wraps ctx.Err() when cancelled.
-	Run(ctx context.Context, b *Bundle, opts RunOptions) (*Result, error)
+	Run(ctx context.Context, b *Bundle, opts PlaybookOptions) (*Result, error)
 }
 
-// RunOptions select what one ansible-playbook run does.
-type RunOptions struct {
+// PlaybookOptions select what one ansible-playbook run does.
+type PlaybookOptions struct {
 	// Check and Diff are --check and --diff.
 	Check bool
 	Diff  bool
@@ -88,7 +88,7 @@ type RunOptions struct {
 	Collect []string
 }
 
-func (o RunOptions) logger() *slog.Logger {
+func (o PlaybookOptions) logger() *slog.Logger {
 	if o.Logger != nil {
 		return o.Logger
 	}
@@ -98,7 +98,7 @@ func (o RunOptions) logger() *slog.Logger {
 // Command returns the ansible-playbook argv for bundle b located at root
 // (its local Dir, or the staging directory on the Ansible host). Secrets are
 // referenced only as "-e @<root>/secrets.yml".
-func Command(b *Bundle, root string, opts RunOptions) ([]string, error) {
+func Command(b *Bundle, root string, opts PlaybookOptions) ([]string, error) {
 	playbooks := opts.Playbooks
 	if len(playbooks) == 0 {
 		if len(b.spec.Playbook) == 0 {
@@ -215,7 +215,7 @@ var jinjaRE = regexp.MustCompile(`\{[{%#]`)
 // arguments are pinned here as well as in ansible.cfg, because a
 // ForeignConfig run reads kubespray's ansible.cfg (which turns host key
 // checking off), and an environment variable beats ansible.cfg.
-func runEnv(b *Bundle, root string, opts RunOptions) []string {
+func runEnv(b *Bundle, root string, opts PlaybookOptions) []string {
 	cfg := []string{"ANSIBLE_CONFIG=" + root + "/" + ConfigFile}
 	if opts.ForeignConfig {
 		// ansible.cfg of the working directory applies.
@@ -320,13 +320,13 @@ type Result struct {
 	Stderr string
 	// Started and Finished bracket the run.
 	Started, Finished time.Time
-	// Collected maps each file of RunOptions.Collect that the run wrote to
+	// Collected maps each file of PlaybookOptions.Collect that the run wrote to
 	// its content. It may hold secrets: it is never marshalled, logged or
 	// recorded (the caller takes what it needs and drops the map).
 	Collected map[string][]byte `json:"-"`
 }
 
-// MaxCollect is the largest file RunOptions.Collect reads back.
+// MaxCollect is the largest file PlaybookOptions.Collect reads back.
 const MaxCollect = 1 << 20
 
 // checkCollect refuses a Collect path that is not a plain relative path
@@ -410,7 +410,7 @@ type run struct {
 
 const stderrTail = 64 << 10
 
-func newRun(b *Bundle, argv []string, dir string, opts RunOptions) *run {
+func newRun(b *Bundle, argv []string, dir string, opts PlaybookOptions) *run {
 	r := &run{res: &Result{Command: argv, Dir: dir, ExitCode: -1, Started: time.Now()}}
 	r.parser = newEventParser(b.masker, opts.OnEvent)
 	r.out = newLineWriter(r.parser.line)

@@ -59,7 +59,7 @@ func TestRunEnvPinsSSH(t *testing.T) {
 	b := &Bundle{spec: BundleSpec{Forks: 50}}
 	pins := `-o UserKnownHostsFile="/stage/known_hosts" -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes`
 	for _, foreign := range []bool{false, true} {
-		env := runEnv(b, "/stage", RunOptions{ForeignConfig: foreign})
+		env := runEnv(b, "/stage", PlaybookOptions{ForeignConfig: foreign})
 		joined := strings.Join(env, "\n")
 		if strings.Contains(strings.ToLower(joined), "pass") {
 			t.Errorf("run env (foreign config %v) has a password: %q", foreign, joined)
@@ -110,7 +110,7 @@ func readEnvFile(t *testing.T, p string) []string {
 
 // wantEnv is the whole environment ansible-playbook may get in a run from
 // a caller environment of keep plus anything hostile.
-func wantEnv(b *Bundle, root string, opts RunOptions, keep ...string) []string {
+func wantEnv(b *Bundle, root string, opts PlaybookOptions, keep ...string) []string {
 	want := append(slices.Clone(keep), runEnv(b, root, opts)...)
 	slices.Sort(want)
 	return want
@@ -133,7 +133,7 @@ func TestLocalEnvIsClean(t *testing.T) {
 		}
 		defer b.Close()
 		out := filepath.Join(t.TempDir(), "env")
-		opts := RunOptions{Binary: envDumper(t, out), ForeignConfig: foreign}
+		opts := PlaybookOptions{Binary: envDumper(t, out), ForeignConfig: foreign}
 		if _, err := (LocalRunner{}).Run(context.Background(), b, opts); err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +156,7 @@ func TestRemoteEnvIsClean(t *testing.T) {
 	defer b.Close()
 	for _, foreign := range []bool{false, true} {
 		out := filepath.Join(t.TempDir(), "env")
-		opts := RunOptions{Binary: envDumper(t, out), ForeignConfig: foreign}
+		opts := PlaybookOptions{Binary: envDumper(t, out), ForeignConfig: foreign}
 		argv, err := Command(b, b.Dir, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -225,7 +225,7 @@ func TestHostKeyPinnedInHostileEnv(t *testing.T) {
 						t.Setenv(k, v)
 					}
 					t.Setenv("HOME", home)
-					res, err := (LocalRunner{}).Run(context.Background(), b, RunOptions{})
+					res, err := (LocalRunner{}).Run(context.Background(), b, PlaybookOptions{})
 					if res == nil {
 						t.Fatalf("no result: %v", err)
 					}
@@ -238,11 +238,11 @@ func TestHostKeyPinnedInHostileEnv(t *testing.T) {
 						output += err.Error()
 					}
 				} else {
-					argv, err := Command(b, b.Dir, RunOptions{})
+					argv, err := Command(b, b.Dir, PlaybookOptions{})
 					if err != nil {
 						t.Fatal(err)
 					}
-					cmd := exec.Command("/bin/sh", "-c", remoteScript(unlockedStage(t), b.Dir, argv, runEnv(b, b.Dir, RunOptions{})))
+					cmd := exec.Command("/bin/sh", "-c", remoteScript(unlockedStage(t), b.Dir, argv, runEnv(b, b.Dir, PlaybookOptions{})))
 					cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}
 					for k, v := range hostile {
 						cmd.Env = append(cmd.Env, k+"="+v)

@@ -63,7 +63,7 @@ func TestEventParser(t *testing.T) {
 	if got, want := live[2].Diff, "--- /etc/exports\n+++ /etc/exports\n@@ -1 +1,2 @@\n /a 10.0.0.0/24(rw)\n+/b 10.0.0.0/24(ro)\n"; got != want {
 		t.Errorf("diff\n%s\nwant\n%s", got, want)
 	}
-	if got := live[4].Msg; got != "non-zero return code; stderr: E: "+Masked {
+	if got := live[4].Msg; got != "non-zero return code; stderr: E: "+redact.Masked {
 		t.Errorf("failure message %q: want stderr included and the secret masked", got)
 	}
 

@@ -13,10 +13,10 @@ import (
 	"github.com/heatsible/heatsible/internal/remote"
 )
 
-// Files are file operations on the machine where ansible-playbook runs
+// FileOps are file operations on the machine where ansible-playbook runs
 // (this one, or the Ansible host): the inventory heatsible hands to kubespray
 // lives there, outside any run bundle.
-type Files interface {
+type FileOps interface {
 	// PutFile writes data to the absolute path p (parents created 0755),
 	// replacing it atomically.
 	PutFile(ctx context.Context, p string, data []byte, perm fs.FileMode) error
@@ -36,7 +36,7 @@ func checkAbs(p string) error {
 	return nil
 }
 
-// PutFile implements Files.
+// PutFile implements FileOps.
 func (LocalRunner) PutFile(_ context.Context, p string, data []byte, perm fs.FileMode) error {
 	if err := checkAbs(p); err != nil {
 		return err
@@ -59,7 +59,7 @@ func (LocalRunner) PutFile(_ context.Context, p string, data []byte, perm fs.Fil
 	return nil
 }
 
-// RemoveFile implements Files.
+// RemoveFile implements FileOps.
 func (LocalRunner) RemoveFile(_ context.Context, p string, dirIfEmpty bool) error {
 	if err := checkAbs(p); err != nil {
 		return err
@@ -74,7 +74,7 @@ func (LocalRunner) RemoveFile(_ context.Context, p string, dirIfEmpty bool) erro
 	return nil
 }
 
-// Stat implements Files.
+// Stat implements FileOps.
 func (LocalRunner) Stat(_ context.Context, p string) (bool, bool, error) {
 	st, err := os.Stat(p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -86,10 +86,10 @@ func (LocalRunner) Stat(_ context.Context, p string) (bool, bool, error) {
 	return true, st.IsDir(), nil
 }
 
-// Where implements Files.
+// Where implements FileOps.
 func (LocalRunner) Where() string { return "this machine" }
 
-// PutFile implements Files.
+// PutFile implements FileOps.
 func (rr *RemoteRunner) PutFile(ctx context.Context, p string, data []byte, perm fs.FileMode) error {
 	if err := checkAbs(p); err != nil {
 		return err
@@ -108,7 +108,7 @@ func (rr *RemoteRunner) PutFile(ctx context.Context, p string, data []byte, perm
 	return nil
 }
 
-// RemoveFile implements Files.
+// RemoveFile implements FileOps.
 func (rr *RemoteRunner) RemoveFile(ctx context.Context, p string, dirIfEmpty bool) error {
 	if err := checkAbs(p); err != nil {
 		return err
@@ -123,7 +123,7 @@ func (rr *RemoteRunner) RemoveFile(ctx context.Context, p string, dirIfEmpty boo
 	return nil
 }
 
-// Stat implements Files.
+// Stat implements FileOps.
 func (rr *RemoteRunner) Stat(ctx context.Context, p string) (bool, bool, error) {
 	q := remote.ShellQuote(p)
 	out, err := rr.Client.Output(ctx, "if [ -d "+q+" ]; then echo dir; elif [ -e "+q+" ]; then echo file; else echo none; fi")
@@ -139,10 +139,10 @@ func (rr *RemoteRunner) Stat(ctx context.Context, p string) (bool, bool, error) 
 	return false, false, nil
 }
 
-// Where implements Files.
+// Where implements FileOps.
 func (rr *RemoteRunner) Where() string { return "the Ansible host " + rr.Client.Address() }
 
 var (
-	_ Files = LocalRunner{}
-	_ Files = (*RemoteRunner)(nil)
+	_ FileOps = LocalRunner{}
+	_ FileOps = (*RemoteRunner)(nil)
 )

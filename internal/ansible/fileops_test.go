@@ -7,12 +7,12 @@ import (
 	"testing"
 )
 
-// TestFiles drives both Files implementations through the same cases: the
+// TestFiles drives both FileOps implementations through the same cases: the
 // remote one over a real sshd on loopback, so its results land on this
 // machine's file system where the test can look.
-func TestFiles(t *testing.T) {
+func TestFileOps(t *testing.T) {
 	rr, _ := remoteRunner(t)
-	for name, f := range map[string]Files{"local": LocalRunner{}, "remote": rr} {
+	for name, f := range map[string]FileOps{"local": LocalRunner{}, "remote": rr} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			dir := filepath.Join(t.TempDir(), "kubespray", "inventory", "k8s")

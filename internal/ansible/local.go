@@ -28,7 +28,7 @@ const killGrace = 10 * time.Second
 type LocalRunner struct{}
 
 // Run implements Runner. The bundle runs where it is (b.Dir).
-func (LocalRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (*Result, error) {
+func (LocalRunner) Run(ctx context.Context, b *Bundle, opts PlaybookOptions) (*Result, error) {
 	argv, err := Command(b, b.Dir, opts)
 	if err != nil {
 		return nil, err
@@ -58,7 +58,7 @@ func (LocalRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (*Result
 	// An exit at once (a second signal) must not leave Ansible configuring
 	// the nodes unattended: it kills the process group.
 	running := interrupt.Track(ctx, interrupt.Leftover{Now: px.kill})
-	execErr := safeExecute(ctx, exe)
+	execErr := exe.Execute(ctx)
 	code := px.wait()
 	running()
 	res := r.finish(code)
@@ -71,17 +71,6 @@ func (LocalRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (*Result
 		return res, fmt.Errorf("running ansible-playbook: %w", execErr)
 	}
 	return res, res.Err()
-}
-
-// safeExecute shields us from go-ansible's error path, which type-asserts
-// the wait error to *exec.ExitError.
-func safeExecute(ctx context.Context, exe *execute.DefaultExecute) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("go-ansible: %v", p)
-		}
-	}()
-	return exe.Execute(ctx)
 }
 
 // fixedCommand hands DefaultExecute a prepared argv.
@@ -219,15 +208,22 @@ type procCmd struct {
 	c *osexec.Cmd
 }
 
+// Wait returns nil or an *exec.ExitError, nothing else: go-ansible's
+// DefaultExecute.Execute type-asserts a failed Wait's error to
+// *exec.ExitError (a panic otherwise). That contract, kept here, is what
+// lets heatsible call Execute without a recover(). The run's exit code is
+// read from the process itself (procExec.wait), never from this error.
 func (pc *procCmd) Wait() error {
 	err := pc.Cmd.Wait()
 	pc.p.markWaited(pc.c)
-	var ee *osexec.ExitError
-	if err != nil && !errors.As(err, &ee) && pc.c.ProcessState != nil && !pc.c.ProcessState.Success() {
-		// Keep go-ansible's *ExitError assertion happy.
-		return &osexec.ExitError{ProcessState: pc.c.ProcessState}
+	if err == nil {
+		return nil
 	}
-	return err
+	var ee *osexec.ExitError
+	if errors.As(err, &ee) {
+		return ee
+	}
+	return &osexec.ExitError{ProcessState: pc.c.ProcessState}
 }
 
 // collectLocal reads (then removes) the files of rels the run wrote under

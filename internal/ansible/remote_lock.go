@@ -33,7 +33,7 @@ import (
 // (the directory itself) for as long as it exists, so CleanupStale never
 // takes a live run's directory, not even while its bundle is uploading.
 //
-// Holder records follow the local lock's rule (internal/lcm/lock.go): a
+// Holder records follow the local lock's rule (internal/state/lock.go): a
 // release empties the file; a free lock whose file still names a holder was
 // left by a run that did not finish (heatsible killed, or the connection
 // lost), and the next operation is refused until --break-lock. heatsible

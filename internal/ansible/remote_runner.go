@@ -56,7 +56,7 @@ func (rr *RemoteRunner) base() string {
 }
 
 // Run implements Runner.
-func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts RunOptions) (res *Result, err error) {
+func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts PlaybookOptions) (res *Result, err error) {
 	if rr.Client == nil {
 		return nil, errors.New("remote ansible run: no ssh client")
 	}

@@ -107,7 +107,7 @@ func TestRemoteRunner(t *testing.T) {
 			defer cancel()
 			var rec recorder
 			var staged string
-			opts := RunOptions{OnEvent: func(e Event) {
+			opts := PlaybookOptions{OnEvent: func(e Event) {
 				rec.on(e)
 				if tt.cancel && e.Kind == KindTaskStart && e.Task == "probe : Take a while" {
 					// The staging dir exists while ansible runs.
@@ -183,7 +183,7 @@ func TestRemoteRunnerUsesWorkingDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	res, err := rr.Run(context.Background(), b, RunOptions{Dir: kubespray, Playbooks: []string{"cluster.yml"}})
+	res, err := rr.Run(context.Background(), b, PlaybookOptions{Dir: kubespray, Playbooks: []string{"cluster.yml"}})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, res.Stderr)
 	}
@@ -337,7 +337,7 @@ func TestCleanupStaleSparesUploads(t *testing.T) {
 	defer b.Close()
 	done := make(chan error, 1)
 	go func() {
-		_, err := rr.Run(context.Background(), b, RunOptions{})
+		_, err := rr.Run(context.Background(), b, PlaybookOptions{})
 		done <- err
 	}()
 	var stage string
@@ -484,7 +484,7 @@ func TestRemoteRunnerCutConnection(t *testing.T) {
 	}
 	defer b.Close()
 	var staged []string
-	_, err = rr.Run(context.Background(), b, RunOptions{OnEvent: func(e Event) {
+	_, err = rr.Run(context.Background(), b, PlaybookOptions{OnEvent: func(e Event) {
 		if e.Kind == KindTaskStart && e.Task == "probe : Take a while" {
 			staged, _ = filepath.Glob(filepath.Join(base, "heatsible-test-probe-*", SecretsFile))
 			time.Sleep(500 * time.Millisecond) // let the sleep start
@@ -525,7 +525,7 @@ func TestRemoteRunnerRemovesLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if _, err := rr.Run(context.Background(), b, RunOptions{}); err != nil {
+	if _, err := rr.Run(context.Background(), b, PlaybookOptions{}); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	if _, err := os.Stat(left); !errors.Is(err, os.ErrNotExist) {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/heatsible/heatsible/internal/redact"
 )
 
 func needAnsible(t *testing.T) {
@@ -86,7 +88,7 @@ func TestLocalRunner(t *testing.T) {
 	tests := []struct {
 		name      string
 		hosts     map[string]string
-		opts      RunOptions
+		opts      PlaybookOptions
 		wantRecap map[string]HostRecap
 		wantSeq   map[string][]string // per host, result events in order
 		wantIs    []error
@@ -131,7 +133,7 @@ func TestLocalRunner(t *testing.T) {
 		{
 			name:      "limit",
 			hosts:     map[string]string{"node-a": "", "node-b": "probe_fail: true"},
-			opts:      RunOptions{Limit: "node-a"},
+			opts:      PlaybookOptions{Limit: "node-a"},
 			wantRecap: map[string]HostRecap{"node-a": {OK: 4, Changed: 2, Skipped: 4}},
 		},
 	}
@@ -215,7 +217,7 @@ func TestLocalRunnerEventsAreLive(t *testing.T) {
 	}
 	defer b.Close()
 	var rec recorder
-	res, err := LocalRunner{}.Run(context.Background(), b, RunOptions{OnEvent: rec.on})
+	res, err := LocalRunner{}.Run(context.Background(), b, PlaybookOptions{OnEvent: rec.on})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +256,7 @@ func TestLocalRunnerCheckModeDiff(t *testing.T) {
 	}
 	defer b.Close()
 	var rec recorder
-	res, err := LocalRunner{}.Run(context.Background(), b, RunOptions{Check: true, Diff: true, OnEvent: rec.on})
+	res, err := LocalRunner{}.Run(context.Background(), b, PlaybookOptions{Check: true, Diff: true, OnEvent: rec.on})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, res.Stderr)
 	}
@@ -295,7 +297,7 @@ func TestLocalRunnerSecretsStayOutOfArgvEnvAndOutput(t *testing.T) {
 	}
 	var rec recorder
 	var stderr strings.Builder
-	res, err := LocalRunner{}.Run(context.Background(), b, RunOptions{OnEvent: rec.on, Stderr: &stderr})
+	res, err := LocalRunner{}.Run(context.Background(), b, PlaybookOptions{OnEvent: rec.on, Stderr: &stderr})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -332,7 +334,7 @@ func TestLocalRunnerSecretsStayOutOfArgvEnvAndOutput(t *testing.T) {
 			leak = e.Msg
 		}
 	}
-	if leak != "the password is "+Masked {
+	if leak != "the password is "+redact.Masked {
 		t.Errorf("leaking task message %q, want it masked", leak)
 	}
 	all := fmt.Sprintf("%+v %s %s", res.Events, res.Stdout, res.Stderr+stderr.String())
@@ -353,7 +355,7 @@ func TestLocalRunnerCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var cancelled time.Time
-	opts := RunOptions{OnEvent: func(e Event) {
+	opts := PlaybookOptions{OnEvent: func(e Event) {
 		if e.Kind == KindTaskStart && e.Task == "probe : Take a while" {
 			time.Sleep(500 * time.Millisecond) // let the sleep start
 			cancelled = time.Now()

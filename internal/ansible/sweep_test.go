@@ -43,7 +43,7 @@ func TestBundleHolderProcess(t *testing.T) {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	_, _ = LocalRunner{}.Run(context.Background(), b, RunOptions{OnEvent: func(e Event) {
+	_, _ = LocalRunner{}.Run(context.Background(), b, PlaybookOptions{OnEvent: func(e Event) {
 		if e.Kind == KindTaskStart && e.Task == "probe : Take a while" {
 			fmt.Println("bundle", b.Dir)
 		}

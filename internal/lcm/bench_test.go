@@ -51,14 +51,14 @@ func BenchmarkInventory500(b *testing.B) {
 	}
 }
 
-// BenchmarkPrepare500 renders everything a run needs for 500 nodes:
+// BenchmarkRenderOp500 renders everything a run needs for 500 nodes:
 // inventory, vars, prepared manifests and the playbook.
-func BenchmarkPrepare500(b *testing.B) {
+func BenchmarkRenderOp500(b *testing.B) {
 	req, _ := fixture(b, "valid")
 	t := synthetic(b, 500)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Prepare(req, t, "../../testdata/package", OpInstantiateEnd, "bench"); err != nil {
+		if _, err := RenderOp(req, t, "../../testdata/package", Op{Name: OpInstantiateEnd}, "bench"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -69,7 +69,7 @@ func BenchmarkPrepare500(b *testing.B) {
 func BenchmarkBundle500(b *testing.B) {
 	req, _ := fixture(b, "valid")
 	t := synthetic(b, 500)
-	f, err := Prepare(req, t, "../../testdata/package", OpInstantiateEnd, "bench")
+	f, err := RenderOp(req, t, "../../testdata/package", Op{Name: OpInstantiateEnd}, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}

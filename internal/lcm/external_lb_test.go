@@ -91,7 +91,7 @@ func TestExternalLBTacker(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			req, topo := tackerFixture(t)
-			f, err := PrepareOp(req, topo, testPackage, c.op, "test")
+			f, err := RenderOp(req, topo, testPackage, c.op, "test")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +128,7 @@ func TestExternalLBTackerRefusals(t *testing.T) {
 	t.Run("IPv6 worker", func(t *testing.T) {
 		req, topo := scaleFixture(t, "kubespray_lb")
 		req.Cluster.ExternalLBParam.ScriptPath = tackerScript
-		_, err := PrepareOp(req, topo, testPackage, Op{Name: OpScaleStart, Nodes: []string{"workernode-a1b2c3d4e5f6"}}, "test")
+		_, err := RenderOp(req, topo, testPackage, Op{Name: OpScaleStart, Nodes: []string{"workernode-a1b2c3d4e5f6"}}, "test")
 		if err == nil || !strings.Contains(err.Error(), `workernode-c3d4e5f6a1b2 has the address "fd00::23"; a script of Tacker's contract (-m/-w) takes IPv4 addresses`) {
 			t.Errorf("got %v", err)
 		}
@@ -140,7 +140,7 @@ func TestExternalLBTackerRefusals(t *testing.T) {
 				topo.Nodes[i].Address = "10.20.0.21"
 			}
 		}
-		_, err := PrepareOp(req, topo, testPackage, Op{Name: OpInstantiateEnd}, "test")
+		_, err := RenderOp(req, topo, testPackage, Op{Name: OpInstantiateEnd}, "test")
 		if err == nil || !strings.Contains(err.Error(), "workers workernode-a1b2c3d4e5f6 and workernode-b2c3d4e5f6a1 both get the server name worker21") {
 			t.Errorf("got %v", err)
 		}
@@ -148,7 +148,7 @@ func TestExternalLBTackerRefusals(t *testing.T) {
 	t.Run("IPv6 master at instantiate", func(t *testing.T) {
 		req, topo := tackerFixture(t)
 		topo.Nodes[1].Address = "fd00::11"
-		_, err := PrepareOp(req, topo, testPackage, Op{Name: OpInstantiateEnd}, "test")
+		_, err := RenderOp(req, topo, testPackage, Op{Name: OpInstantiateEnd}, "test")
 		if err == nil || !strings.Contains(err.Error(), `master-1 has the address "fd00::11"`) {
 			t.Errorf("got %v", err)
 		}
@@ -164,7 +164,7 @@ func TestExternalLBTackerRefusals(t *testing.T) {
 		req, topo := scaleFixture(t, "kubespray_lb")
 		req.Cluster.ExternalLBParam.ScriptPath = "Scripts/lb.sh"
 		req.Cluster.PVRegistrationParams = nil // not in this package
-		_, err := PrepareOp(req, topo, pkg, Op{Name: OpScaleStart, Nodes: []string{"workernode-a1b2c3d4e5f6"}}, "test")
+		_, err := RenderOp(req, topo, pkg, Op{Name: OpScaleStart, Nodes: []string{"workernode-a1b2c3d4e5f6"}}, "test")
 		if err == nil || !strings.Contains(err.Error(), params.Prefix+`.external_lb_param.script_path: "Scripts/lb.sh" fits neither`) {
 			t.Errorf("got %v", err)
 		}

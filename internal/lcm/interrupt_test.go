@@ -21,6 +21,7 @@ import (
 	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/interrupt"
+	"github.com/heatsible/heatsible/internal/state"
 )
 
 // These tests send real signals (SIGINT, SIGTERM, SIGHUP) to the test
@@ -49,7 +50,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// fakeHost is the fake Ansible host: ansible.Runner and ansible.Files,
+// fakeHost is the fake Ansible host: ansible.Runner and ansible.FileOps,
 // holding the stage under test until the signal has cancelled the run.
 type fakeHost struct {
 	stage string
@@ -90,7 +91,7 @@ func okResult() *ansible.Result {
 }
 
 // Run answers like RemoteRunner.Run at each stage.
-func (f *fakeHost) Run(ctx context.Context, b *ansible.Bundle, _ ansible.RunOptions) (*ansible.Result, error) {
+func (f *fakeHost) Run(ctx context.Context, b *ansible.Bundle, _ ansible.PlaybookOptions) (*ansible.Result, error) {
 	f.mu.Lock()
 	f.runs++
 	stage := fmt.Sprintf("/home/ansible/.heatsible/runs/%s%d", ansible.StagingPrefix(b.Spec().Cluster, b.Spec().Operation), f.runs)
@@ -240,7 +241,7 @@ func newInterruptRun(t *testing.T, stage string, sig syscall.Signal) *interruptR
 	r.o = RunOptions{
 		Operation: OpInstantiateEnd, Request: req, PackageDir: "../../testdata/package",
 		Source: Source{TopologyFile: "../../testdata/topology/k8s-a.yaml"}, KnownHosts: kh, Version: "test",
-		Local: true, newRunner: func() (ansible.Runner, ansible.Files) { return r.host, r.host },
+		Local: true, newRunner: func() (ansible.Runner, ansible.FileOps) { return r.host, r.host },
 		Stderr: r.stderr, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	switch stage {
@@ -314,12 +315,12 @@ func TestSignalAtEachStage(t *testing.T) {
 				if left := r.bundles(t); len(left) > 0 {
 					t.Errorf("local bundles left: %v", left)
 				}
-				if l, lerr := Acquire("k8s-a", "check", false); lerr != nil {
+				if l, lerr := state.Acquire("k8s-a", "check", false); lerr != nil {
 					t.Errorf("the lock after the interrupted run: %v", lerr)
 				} else {
 					l.Release()
 				}
-				if b, rerr := os.ReadFile(LogPath(err)); rerr != nil || !strings.Contains(string(b), `"exit_code":130`) {
+				if b, rerr := os.ReadFile(state.LogPath(err)); rerr != nil || !strings.Contains(string(b), `"exit_code":130`) {
 					t.Errorf("run.log (%v) does not record exit code 130:\n%s", rerr, b)
 				}
 			})
@@ -364,7 +365,7 @@ func TestSecondSignalDuringCleanup(t *testing.T) {
 				"  removed: the local run bundle " + filepath.Join(r.tmp, ansible.StagingPrefix("k8s-a", OpInstantiateEnd)),
 				"  left behind: the cluster lock " + filepath.Join(os.Getenv("HEATSIBLE_STATE_DIR"), "k8s-a.lock") + ", naming this run",
 				"--break-lock",
-				"  run record: " + filepath.Join(os.Getenv("HEATSIBLE_STATE_DIR"), RunsDir, "k8s-a") + "/",
+				"  run record: " + filepath.Join(os.Getenv("HEATSIBLE_STATE_DIR"), state.RunsDir, "k8s-a") + "/",
 			}
 			for _, w := range wants {
 				if !strings.Contains(got, w) {
@@ -391,12 +392,12 @@ func TestPanicCleansUp(t *testing.T) {
 	if left := r.bundles(t); len(left) > 0 {
 		t.Errorf("local bundles left: %v", left)
 	}
-	if l, lerr := Acquire("k8s-a", "check", false); lerr != nil {
+	if l, lerr := state.Acquire("k8s-a", "check", false); lerr != nil {
 		t.Errorf("the lock after the panic: %v", lerr)
 	} else {
 		l.Release()
 	}
-	if b, rerr := os.ReadFile(LogPath(err)); rerr != nil || !strings.Contains(string(b), "a bug in the runner") {
+	if b, rerr := os.ReadFile(state.LogPath(err)); rerr != nil || !strings.Contains(string(b), "a bug in the runner") {
 		t.Errorf("run.log (%v) does not record the panic:\n%s", rerr, b)
 	}
 }

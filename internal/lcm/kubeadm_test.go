@@ -148,7 +148,7 @@ func TestNodeMembershipDecisions(t *testing.T) {
 // nodes' internal addresses, as do the drain and delete plays.
 func TestJoinPlaysGetTheNodes(t *testing.T) {
 	req, topo := scaleFixture(t, "valid")
-	f, err := PrepareOp(req, topo, "../../testdata/package", Op{Name: OpHealStart, Target: TargetNode, Nodes: []string{"workernode-b2c3d4e5f6a1"}}, "test")
+	f, err := RenderOp(req, topo, "../../testdata/package", Op{Name: OpHealStart, Target: TargetNode, Nodes: []string{"workernode-b2c3d4e5f6a1"}}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestJoinPlaysGetTheNodes(t *testing.T) {
 			t.Errorf("the heal-start playbook lacks %s:\n%s", want, pb)
 		}
 	}
-	f, err = PrepareOp(req, topo, "../../testdata/package", Op{Name: OpScaleEnd, Nodes: []string{"workernode-c3d4e5f6a1b2"}}, "test")
+	f, err = RenderOp(req, topo, "../../testdata/package", Op{Name: OpScaleEnd, Nodes: []string{"workernode-c3d4e5f6a1b2"}}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ func TestKubeconfigVar(t *testing.T) {
 	} {
 		req, topo := fixture(t, tc.request)
 		for _, op := range []Op{{Name: OpInstantiateEnd}, {Name: OpHealStart, Target: TargetStorageServer}} {
-			f, err := PrepareOp(req, topo, "../../testdata/package", op, "test")
+			f, err := RenderOp(req, topo, "../../testdata/package", op, "test")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,13 +1,11 @@
 package lcm
 
 import (
-	"bytes"
-	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/params"
+	"github.com/heatsible/heatsible/internal/redact"
 	"github.com/heatsible/heatsible/internal/topology"
 	"github.com/heatsible/heatsible/inventory"
 )
@@ -20,73 +18,17 @@ import (
 // kubespray's variable of that name).
 const KubesprayVarsFile = "kubespray-vars.yml"
 
-// kubesprayInventory is the inventory heatsible hands kubespray, in format:
-// kubespray's groups only (kube_control_plane, etcd, kube_node, calico_rr,
-// k8s_cluster), hosts named as heatsible names them (kubespray registers the
-// nodes under these names), connection settings inline because the file
-// lives outside the run bundle and its group_vars, and passwords only as
-// references to the run's kubespray vars file, which every kubespray run
-// gets with -e @. Nodes in without are left out (scale-in, heal of a node).
+// kubesprayInventory is the inventory heatsible hands kubespray (see
+// inventory.Kubespray), with the request's SSH users and passwords.
 func kubesprayInventory(req *params.Request, t *topology.Topology, without []string, format inventory.Format) ([]byte, error) {
-	c := req.Cluster
-	type conn struct{ user, secret string }
-	byRole := map[topology.Role]conn{}
-	if m := c.MasterNode; m != nil {
-		byRole[topology.RoleMaster] = conn{m.Username, "master_password"}
+	var master, worker inventory.KubesprayConn
+	if m := req.Cluster.MasterNode; m != nil {
+		master = inventory.KubesprayConn{User: m.Username, Password: m.Password != ""}
 	}
-	if w := c.WorkerNode; w != nil {
-		byRole[topology.RoleWorker] = conn{w.Username, "worker_password"}
+	if w := req.Cluster.WorkerNode; w != nil {
+		worker = inventory.KubesprayConn{User: w.Username, Password: w.Password != ""}
 	}
-	inv := &inventory.Inventory{}
-	var masters, workers []string
-	for _, n := range t.Nodes {
-		if slices.Contains(without, n.Name) || (n.Role != topology.RoleMaster && n.Role != topology.RoleWorker) {
-			continue
-		}
-		vars := []inventory.Var{{Name: "ansible_host", Value: n.SSHAddress}, {Name: "ip", Value: n.Address}, {Name: "access_ip", Value: n.Address}}
-		cn := byRole[n.Role]
-		if cn.user != "" {
-			vars = append(vars, inventory.Var{Name: "ansible_user", Value: cn.user})
-		}
-		if hasSecret(req, n.Role) {
-			ref := "{{ heatsible_secrets." + cn.secret + " }}"
-			vars = append(vars, inventory.Var{Name: "ansible_password", Value: ref}, inventory.Var{Name: "ansible_become_password", Value: ref})
-		}
-		inv.Hosts = append(inv.Hosts, inventory.Host{Name: n.Name, Vars: vars})
-		if n.Role == topology.RoleMaster {
-			masters = append(masters, n.Name)
-		} else {
-			workers = append(workers, n.Name)
-		}
-	}
-	inv.Groups = []inventory.Group{
-		{Name: inventory.GroupKubeControlPlane, Hosts: masters},
-		{Name: inventory.GroupEtcd, Hosts: masters},
-		{Name: inventory.GroupKubeNode, Hosts: workers},
-		{Name: inventory.GroupCalicoRR},
-		{Name: inventory.GroupK8sCluster, Children: []string{inventory.GroupKubeControlPlane, inventory.GroupKubeNode, inventory.GroupCalicoRR}},
-	}
-	var buf bytes.Buffer
-	if format == inventory.INI {
-		buf.WriteString("# Written by heatsible for kubespray; passwords are references to the run's 0600 vars file.\n")
-	} else {
-		buf.WriteString("---\n# Written by heatsible for kubespray; passwords are references to the run's 0600 vars file.\n")
-	}
-	if err := inv.Write(&buf, format); err != nil {
-		return nil, fmt.Errorf("writing the kubespray inventory: %w", err)
-	}
-	return buf.Bytes(), nil
-}
-
-func hasSecret(req *params.Request, r topology.Role) bool {
-	c := req.Cluster
-	switch r {
-	case topology.RoleMaster:
-		return c.MasterNode != nil && c.MasterNode.Password != ""
-	case topology.RoleWorker:
-		return c.WorkerNode != nil && c.WorkerNode.Password != ""
-	}
-	return false
+	return inventory.Kubespray(t, master, worker, without, format)
 }
 
 // kubesprayVars are the variables heatsible hands every kubespray run, from
@@ -165,7 +107,7 @@ func kubesprayVarsFile(req *params.Request, vars map[string]any) ([]byte, error)
 	for k, v := range vars {
 		doc[k] = v
 	}
-	return marshal(doc)
+	return inventory.Marshal(doc)
 }
 
 // MaskedKubesprayVars is vars as a reviewer may see them: the user
@@ -182,7 +124,7 @@ func MaskedKubesprayVars(vars map[string]any) map[string]any {
 }
 
 // maskUserinfo replaces the user information of URL u (scheme://user:pw@)
-// with ansible.Masked.
+// with redact.Masked.
 func maskUserinfo(u string) string {
 	scheme, rest, ok := strings.Cut(u, "://")
 	if !ok {
@@ -196,5 +138,5 @@ func maskUserinfo(u string) string {
 	if at < 0 {
 		return u
 	}
-	return scheme + "://" + ansible.Masked + rest[at:]
+	return scheme + "://" + redact.Masked + rest[at:]
 }

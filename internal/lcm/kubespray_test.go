@@ -28,7 +28,7 @@ const (
 
 // TestInventoryPathForms takes every form transferring_inventory_path can
 // take through validate (params.Validate), plan (MakePlan) and run
-// (PrepareOp, then the write-inventory and remove-inventory phases on this
+// (RenderOp, then the write-inventory and remove-inventory phases on this
 // machine, as Run does them): all three accept it or refuse it with the same
 // message, and run writes the file plan names, in the format it names, which
 // ansible-inventory then loads. $R is kubespray_root_path, $H a directory
@@ -95,7 +95,7 @@ func TestInventoryPathForms(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, rerr := PrepareOp(req, topo, testPkg, Op{Name: OpInstantiateEnd}, "test")
+			f, rerr := RenderOp(req, topo, testPkg, Op{Name: OpInstantiateEnd}, "test")
 
 			if msg, refused := strings.CutPrefix(want, "problem: "); refused {
 				for what, err := range map[string]error{"validate": verr, "plan": perr, "run": rerr} {
@@ -235,7 +235,7 @@ func TestKubesprayVars(t *testing.T) {
 // proxies' user information.
 func TestKubesprayVarsFile(t *testing.T) {
 	req, topo := scaleFixture(t, "kubespray_lb")
-	f, err := PrepareOp(req, topo, testPkg, Op{Name: OpScaleEnd, Nodes: []string{"workernode-c3d4e5f6a1b2"}}, "test")
+	f, err := RenderOp(req, topo, testPkg, Op{Name: OpScaleEnd, Nodes: []string{"workernode-c3d4e5f6a1b2"}}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestKubesprayVarsFile(t *testing.T) {
 		if p.Kind != PhaseKubespray {
 			continue
 		}
-		argv, err := ansible.Command(b, "/stage", ansible.RunOptions{Playbooks: []string{p.Playbook}, Limit: p.Limit, ExtraVars: p.ExtraVars,
+		argv, err := ansible.Command(b, "/stage", ansible.PlaybookOptions{Playbooks: []string{p.Playbook}, Limit: p.Limit, ExtraVars: p.ExtraVars,
 			Inventory: ph.files.KubesprayInventoryPath, VarsFile: KubesprayVarsFile, Become: true})
 		if err != nil {
 			t.Fatal(err)
@@ -314,7 +314,7 @@ func TestKubesprayRunGetsVars(t *testing.T) {
 			standIn(t, root)
 			req, topo := scaleFixture(t, "kubespray_lb")
 			req.Cluster.Ansible.KubesprayRootPath, req.Cluster.Ansible.TransferringInventoryPath = root, tt.inv
-			f, err := PrepareOp(req, topo, testPkg, Op{Name: OpInstantiateEnd}, "test")
+			f, err := RenderOp(req, topo, testPkg, Op{Name: OpInstantiateEnd}, "test")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,14 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/heatsible/heatsible/internal/ansible"
-	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/interrupt"
-	"github.com/heatsible/heatsible/internal/report"
+	"github.com/heatsible/heatsible/internal/state"
 )
 
 // What a run leaves behind when it exits at once on a second signal (see
@@ -54,10 +51,10 @@ func closeBundle(ctx context.Context, b *ansible.Bundle, cluster string) func() 
 // this run: the run did not finish (Ansible may have been stopped half way,
 // and on the Ansible host it may run on for a few seconds), so the next
 // operation is refused until an operator says so with --break-lock.
-func trackLock(ctx context.Context, l *Lock, cluster string) func() {
+func trackLock(ctx context.Context, l *state.Lock, cluster string) func() {
 	return interrupt.Track(ctx, interrupt.Leftover{What: fmt.Sprintf("left behind: the cluster lock %s, naming this run: "+
 		"the next operation on cluster %s is refused until it is re-run with --break-lock "+
-		"(read the run record first: the hosts may be half-configured)", l.path, cluster)})
+		"(read the run record first: the hosts may be half-configured)", l.Path(), cluster)})
 }
 
 // trackRemoteLock registers the cluster's lock on the Ansible host: an exit
@@ -66,28 +63,4 @@ func trackLock(ctx context.Context, l *Lock, cluster string) func() {
 func trackRemoteLock(ctx context.Context, l *ansible.RemoteLock, host, cluster string) func() {
 	return interrupt.Track(ctx, interrupt.Leftover{What: fmt.Sprintf("left behind: the cluster lock %s on the Ansible host %s, naming this run: "+
 		"the next operation on cluster %s, from any machine, is refused until it is re-run with --break-lock", l.Path, host, cluster)})
-}
-
-// abandon is the record's part of an exit at once: the error and end
-// lines (exit 130), and where the record is. It never waits: if the record
-// is being written, it says where it is and leaves it.
-func (r *record) abandon() string {
-	if !r.mu.TryLock() {
-		return ""
-	}
-	defer r.mu.Unlock()
-	if r.dir == "" {
-		return ""
-	}
-	if r.f != nil {
-		now := time.Now().UTC()
-		code := fail.Interrupted
-		ok := false
-		r.write(report.LogLine{Event: ansible.Event{Kind: report.KindError, Time: now},
-			Error: "exited at once on a second signal, without finishing the cleanup", ExitCode: &code})
-		r.write(report.LogLine{Event: ansible.Event{Kind: report.KindEnd, Time: now}, OK: &ok, ExitCode: &code, Seconds: now.Sub(r.started).Seconds()})
-		_ = r.f.Close()
-		r.f = nil
-	}
-	return "run record: " + filepath.Join(r.dir, RunLog)
 }

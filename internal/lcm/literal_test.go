@@ -113,7 +113,7 @@ func testLiteral(t *testing.T, tc literalCase) {
 	if err := req.Validate(params.Options{PackageDir: pkg, RequirePackage: true}); err != nil {
 		t.Fatalf("the hostile request must pass validation: %v", err)
 	}
-	f, err := PrepareOp(req, topo, pkg, Op{Name: OpInstantiateEnd}, "test")
+	f, err := RenderOp(req, topo, pkg, Op{Name: OpInstantiateEnd}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,10 @@ import (
 	"strings"
 
 	"github.com/heatsible/heatsible/internal/fail"
+	"github.com/heatsible/heatsible/internal/hostpattern"
 	"github.com/heatsible/heatsible/internal/params"
 	"github.com/heatsible/heatsible/internal/topology"
+	"github.com/heatsible/heatsible/inventory"
 )
 
 // Operations heatsible runs with "heatsible run".
@@ -150,7 +152,7 @@ const (
 // membership of the cluster. "--tags nfs_client" (the shim's kubeadm
 // variant) does not: the node's NFS client only, no join, no refusal.
 func membership(tags []string) bool {
-	return selected([]string{roleK8sNode, roleK8sJoin}, tags)
+	return hostpattern.Selected([]string{roleK8sNode, roleK8sJoin}, tags)
 }
 
 // Phase kinds: what one step of a run does.
@@ -331,7 +333,7 @@ func canHealMaster(req *params.Request, t *topology.Topology, n topology.Node) e
 // the inventory goes and in which format (params.InventoryFile, the one
 // function validate, plan and run ask), the inventory itself, and the
 // variables every kubespray run gets.
-func (f *Files) addKubespray(req *params.Request, t *topology.Topology) error {
+func (f *OpFiles) addKubespray(req *params.Request, t *topology.Topology) error {
 	for _, ph := range f.Phases {
 		switch ph.Kind {
 		case PhaseWriteInventory, PhaseRemoveInventory, PhaseKubespray:
@@ -343,7 +345,7 @@ func (f *Files) addKubespray(req *params.Request, t *topology.Topology) error {
 			if prob != nil {
 				return params.Problems{*prob}
 			}
-			f.KubesprayInventoryPath, f.KubesprayInventoryFormat = inv.Path, inv.Format
+			f.KubesprayInventoryPath, f.KubesprayInventoryFormat = inv.Path, inventory.Format(inv.Format)
 			f.KubesprayRoot = req.Cluster.Ansible.KubesprayRootPath
 		}
 		switch ph.Kind {
@@ -368,7 +370,7 @@ func (f *Files) addKubespray(req *params.Request, t *topology.Topology) error {
 }
 
 // VarsFiles are the bundle's vars files besides secrets.yml.
-func (f *Files) VarsFiles() map[string][]byte {
+func (f *OpFiles) VarsFiles() map[string][]byte {
 	if f.KubesprayVarsYAML == nil {
 		return nil
 	}

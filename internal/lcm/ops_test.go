@@ -25,7 +25,7 @@ func scaleFixture(t testing.TB, request string) (*params.Request, *topology.Topo
 	return req, topo
 }
 
-func phaseLines(f *Files) string {
+func phaseLines(f *OpFiles) string {
 	var out []string
 	for _, p := range f.Phases {
 		out = append(out, p.String())
@@ -93,7 +93,7 @@ func TestOpPhases(t *testing.T) {
 				t.Fatal(err)
 			}
 			req, topo := scaleFixture(t, c.request)
-			f, err := PrepareOp(req, topo, "../../testdata/package", c.op, "test")
+			f, err := RenderOp(req, topo, "../../testdata/package", c.op, "test")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,7 +147,7 @@ func TestOpRefusals(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			req, topo := scaleFixture(t, c.request)
-			_, err := PrepareOp(req, topo, "../../testdata/package", c.op, "test")
+			_, err := RenderOp(req, topo, "../../testdata/package", c.op, "test")
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want %q", err, c.want)
 			}
@@ -161,7 +161,7 @@ func TestOpRefusals(t *testing.T) {
 	}
 	one.Nodes = append(one.Nodes, topology.Node{Name: "master-1", Role: topology.RoleMaster, SSHAddress: "192.0.2.11", Address: "10.10.0.11"})
 	one.CPs["externalLB_CP"] = "10.10.0.50"
-	if _, err := PrepareOp(req, one, "../../testdata/package", Op{Name: OpHealStart, Target: TargetNode, Nodes: []string{"master-1"}}, "test"); err == nil || !strings.Contains(err.Error(), "without quorum") {
+	if _, err := RenderOp(req, one, "../../testdata/package", Op{Name: OpHealStart, Target: TargetNode, Nodes: []string{"master-1"}}, "test"); err == nil || !strings.Contains(err.Error(), "without quorum") {
 		t.Errorf("master heal with 2 masters: %v", err)
 	}
 }
@@ -199,7 +199,7 @@ func TestKubesprayInventoryLoads(t *testing.T) {
 		t.Skip("ansible-inventory not installed (apt-get install ansible); .ci/run installs it")
 	}
 	req, topo := scaleFixture(t, "kubespray_lb")
-	f, err := PrepareOp(req, topo, "../../testdata/package", Op{Name: OpScaleStart, Nodes: []string{"a1b2c3d4e5f6"}}, "test")
+	f, err := RenderOp(req, topo, "../../testdata/package", Op{Name: OpScaleStart, Nodes: []string{"a1b2c3d4e5f6"}}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,8 +263,8 @@ func TestKubesprayInventoryLoads(t *testing.T) {
 // inventory heatsible wrote for kubespray goes, the operator's own files in
 // that directory stay, and so does nothing of the lock.
 func TestTerminateEndRemovesState(t *testing.T) {
-	state := t.TempDir()
-	t.Setenv("HEATSIBLE_STATE_DIR", state)
+	stateDir := t.TempDir()
+	t.Setenv("HEATSIBLE_STATE_DIR", stateDir)
 	req, topo := scaleFixture(t, "kubespray_lb")
 	ks := filepath.Join(t.TempDir(), "kubespray")
 	invDir := filepath.Join(ks, "inventory", "mycluster")
@@ -297,7 +297,7 @@ func TestTerminateEndRemovesState(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(invDir, "group_vars", "all.yml")); err != nil {
 		t.Errorf("terminate-end removed the operator's file: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(state, "k8s-a.lock")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(stateDir, "k8s-a.lock")); !os.IsNotExist(err) {
 		t.Errorf("the lock file is still there: %v", err)
 	}
 	if _, err := os.Stat(out.Record); err != nil {

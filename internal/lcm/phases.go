@@ -18,10 +18,10 @@ import (
 // bundle, in order, and stops at the first that fails.
 type phaseRunner struct {
 	o       RunOptions
-	files   *Files
+	files   *OpFiles
 	bundle  *ansible.Bundle
 	runner  ansible.Runner
-	fileOps ansible.Files
+	fileOps ansible.FileOps
 	remote  *ansible.RemoteRunner // nil when Ansible runs on this machine
 	cluster string
 	log     *slog.Logger
@@ -131,7 +131,7 @@ func (p *phaseRunner) run(ctx context.Context) error {
 
 func (p *phaseRunner) runPhase(ctx context.Context, ph Phase) error {
 	o := p.o
-	base := ansible.RunOptions{Verbosity: o.Verbosity, OnEvent: o.OnEvent, Stderr: o.Stderr, Logger: p.log}
+	base := ansible.PlaybookOptions{Verbosity: o.Verbosity, OnEvent: o.OnEvent, Stderr: o.Stderr, Logger: p.log}
 	switch ph.Kind {
 	case PhasePlaybook:
 		ro := base

@@ -10,16 +10,17 @@ import (
 	"testing"
 
 	"github.com/heatsible/heatsible/internal/ansible"
+	"github.com/heatsible/heatsible/internal/hostpattern"
 	"github.com/heatsible/heatsible/roles"
 )
 
 func TestResolvePattern(t *testing.T) {
 	req, topo := fixture(t, "valid")
-	f, err := Prepare(req, topo, "../../testdata/package", OpInstantiateEnd, "test")
+	f, err := RenderOp(req, topo, "../../testdata/package", Op{Name: OpInstantiateEnd}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv, err := parseInventory(f.Inventory)
+	inv, err := hostpattern.ParseInventory(f.Inventory)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,23 +46,23 @@ func TestResolvePattern(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.pattern, func(t *testing.T) {
-			got, err := inv.resolve(tt.pattern)
+			got, err := inv.Resolve(tt.pattern)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(got, tt.want) {
-				t.Errorf("resolve(%q) = %v, want %v", tt.pattern, got, tt.want)
+				t.Errorf("Resolve(%q) = %v, want %v", tt.pattern, got, tt.want)
 			}
 		})
 	}
-	if _, err := inv.resolve("kube_node[0]"); err == nil {
+	if _, err := inv.Resolve("kube_node[0]"); err == nil {
 		t.Error("a subscript resolved; want an error (not supported)")
 	}
 }
 
 func TestPlanTags(t *testing.T) {
 	req, topo := fixture(t, "valid")
-	f, err := Prepare(req, topo, "../../testdata/package", OpInstantiateEnd, "test")
+	f, err := RenderOp(req, topo, "../../testdata/package", Op{Name: OpInstantiateEnd}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestPlanMatchesAnsible(t *testing.T) {
 		t.Skip("ansible-playbook not on PATH")
 	}
 	req, topo := fixture(t, "valid")
-	f, err := Prepare(req, topo, "../../testdata/package", OpInstantiateEnd, "test")
+	f, err := RenderOp(req, topo, "../../testdata/package", Op{Name: OpInstantiateEnd}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func listHosts(out string) [][]string {
 // with their own tasks, host lists and play-level tags.
 func TestPlanPlaybookShapes(t *testing.T) {
 	req, topo := fixture(t, "valid")
-	f, err := Prepare(req, topo, "../../testdata/package", OpInstantiateEnd, "test")
+	f, err := RenderOp(req, topo, "../../testdata/package", Op{Name: OpInstantiateEnd}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/heatsible/heatsible/internal/params"
+	"github.com/heatsible/heatsible/internal/state"
 	"github.com/heatsible/heatsible/internal/topology"
 )
 
@@ -36,7 +37,7 @@ func loadRequest(t testing.TB, name string) *params.Request {
 
 func TestPrepareKeepsSecretsInTheSecretsFile(t *testing.T) {
 	req, topo := fixture(t, "valid")
-	f, err := Prepare(req, topo, "../../testdata/package", OpInstantiateEnd, "test")
+	f, err := RenderOp(req, topo, "../../testdata/package", Op{Name: OpInstantiateEnd}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,16 +110,16 @@ func TestContract(t *testing.T) {
 
 func TestLockRefusesSecondHolder(t *testing.T) {
 	t.Setenv("HEATSIBLE_STATE_DIR", t.TempDir())
-	l, err := Acquire("k8s-a", "instantiate-end", false)
+	l, err := state.Acquire("k8s-a", "instantiate-end", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Acquire("k8s-a", "heal-end", false)
+	_, err = state.Acquire("k8s-a", "heal-end", false)
 	if err == nil || !strings.Contains(err.Error(), "instantiate-end (pid") {
 		t.Fatalf("second Acquire: %v", err)
 	}
 	l.Release()
-	l2, err := Acquire("k8s-a", "heal-end", false)
+	l2, err := state.Acquire("k8s-a", "heal-end", false)
 	if err != nil {
 		t.Fatalf("after release: %v", err)
 	}
@@ -131,7 +132,7 @@ func TestLockRefusesSecondHolder(t *testing.T) {
 func TestVolumeIdentificationReachesTheRole(t *testing.T) {
 	for name, want := range map[string]bool{"valid": false, "valid_volume_identification_device_name": true} {
 		req, topo := fixture(t, name)
-		f, err := Prepare(req, topo, "../../testdata/package", OpInstantiateEnd, "test")
+		f, err := RenderOp(req, topo, "../../testdata/package", Op{Name: OpInstantiateEnd}, "test")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/params"
 	"github.com/heatsible/heatsible/internal/redact"
+	"github.com/heatsible/heatsible/internal/state"
 )
 
 // hostilePassword has what Go's json.Marshal escapes (&<>), what JSON,
@@ -27,20 +28,20 @@ const hostilePassword = `P{{ 7*7 }}{% raw %}{#'"\$HOME` + "`id`" + `&<>%41 x/é-
 // them, whose run.log lines are valid JSON written without HTML escaping,
 // and whose error, as the CLI prints it, holds none either.
 func TestRecordMasksEveryForm(t *testing.T) {
-	state := t.TempDir()
-	t.Setenv("HEATSIBLE_STATE_DIR", state)
+	stateDir := t.TempDir()
+	t.Setenv("HEATSIBLE_STATE_DIR", stateDir)
 	req, topo := fixture(t, "valid")
 	proxyPassword := "pr&xy/p@ss"
 	proxy := "http://" + url.UserPassword("user1", proxyPassword).String() + "@proxy.example.com:3128"
 	req.Cluster.MasterNode.Password = hostilePassword
 	req.Cluster.Proxy = &params.Proxy{HTTPProxy: proxy}
-	f, err := Prepare(req, topo, "../../testdata/package", OpInstantiateEnd, "test")
+	f, err := RenderOp(req, topo, "../../testdata/package", Op{Name: OpInstantiateEnd}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := newRecord(RunOptions{Operation: OpInstantiateEnd, Request: req, Check: true}, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now())
-	rec.open(topo.Cluster)
-	rec.files(f)
+	rec.Open(topo.Cluster)
+	recordFiles(rec, f)
 	goHTML, _ := json.Marshal(hostilePassword)
 	repr := strings.ReplaceAll(strings.ReplaceAll(hostilePassword, `\`, `\\`), "'", `\'`)
 	events := []ansible.Event{
@@ -50,13 +51,13 @@ func TestRecordMasksEveryForm(t *testing.T) {
 		{Kind: ansible.KindResult, Task: "proxy", Host: "master-0", Status: ansible.StatusChanged,
 			Diff: "+Acquire::http::Proxy \"" + proxy + "\";\n+pw " + proxyPassword + "\n+lower " + strings.ToLower(url.QueryEscape(proxyPassword)) + "\n"},
 	}
-	on := rec.onEvent(nil)
+	on := rec.OnEvent(nil)
 	for _, e := range events {
 		on(e)
 	}
 	res := &ansible.Result{ExitCode: 2, Events: events, Recap: map[string]ansible.HostRecap{"master-0": {Failed: 2}}, RecapComplete: true}
 	runErr := fail.With(fail.HostFailed, errors.New("tasks failed: "+string(goHTML)))
-	out, err := rec.finish(&Outcome{Operation: OpInstantiateEnd, Cluster: topo.Cluster, Check: true, Result: res}, runErr)
+	out, err := finishRecord(rec, &RunOutcome{Operation: OpInstantiateEnd, Cluster: topo.Cluster, Check: true, Result: res}, runErr)
 
 	var forms []string
 	for _, s := range []string{hostilePassword, proxy} {
@@ -68,18 +69,18 @@ func TestRecordMasksEveryForm(t *testing.T) {
 			t.Errorf("the run's error holds %q: %s", f, err)
 		}
 	}
-	lines := strings.Split(strings.TrimSpace(files[RunLog]), "\n")
+	lines := strings.Split(strings.TrimSpace(files[state.RunLog]), "\n")
 	for i, l := range lines {
 		if !json.Valid([]byte(l)) {
 			t.Errorf("run.log line %d is not JSON: %s", i+1, l)
 		}
 	}
-	if !strings.Contains(files[RunLog], `"task":"a & b <c>"`) {
-		t.Errorf("run.log escapes &<> for HTML:\n%s", files[RunLog])
+	if !strings.Contains(files[state.RunLog], `"task":"a & b <c>"`) {
+		t.Errorf("run.log escapes &<> for HTML:\n%s", files[state.RunLog])
 	}
 	for _, want := range []string{`"msg":"{\"password\":\"********\"}"`, `refused ['********']`, `+pw ********`, `+lower ********`} {
-		if !strings.Contains(files[RunLog], want) {
-			t.Errorf("run.log lacks %s:\n%s", want, files[RunLog])
+		if !strings.Contains(files[state.RunLog], want) {
+			t.Errorf("run.log lacks %s:\n%s", want, files[state.RunLog])
 		}
 	}
 	if strings.Contains(files[filepath.Join("bundle", "secrets.yml")], "p@ss") {

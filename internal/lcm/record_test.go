@@ -3,7 +3,6 @@ package lcm
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -17,7 +16,9 @@ import (
 	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/params"
+	"github.com/heatsible/heatsible/internal/redact"
 	"github.com/heatsible/heatsible/internal/report"
+	"github.com/heatsible/heatsible/internal/state"
 )
 
 // requestSecretValues are every secret of testdata/requests/valid.json.
@@ -67,11 +68,11 @@ func checkRecord(t *testing.T, dir string, secrets []string) map[string]string {
 // TestRecordWriter drives the record like Run does, with a made-up result
 // whose events carry secrets (as an unmasked runner would give them).
 func TestRecordWriter(t *testing.T) {
-	state := t.TempDir()
-	t.Setenv("HEATSIBLE_STATE_DIR", state)
+	stateDir := t.TempDir()
+	t.Setenv("HEATSIBLE_STATE_DIR", stateDir)
 	req, topo := fixture(t, "valid")
 	req.Cluster.Ansible = &params.Ansible{IPAddress: "192.0.2.5", Username: "ansible", Password: "ansible-host-pw"}
-	f, err := Prepare(req, topo, "../../testdata/package", OpInstantiateEnd, "test")
+	f, err := RenderOp(req, topo, "../../testdata/package", Op{Name: OpInstantiateEnd}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,9 +80,9 @@ func TestRecordWriter(t *testing.T) {
 	start := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 	rec := newRecord(o, slog.New(slog.NewTextHandler(io.Discard, nil)), start)
 	var passed []ansible.Event
-	on := rec.onEvent(func(e ansible.Event) { passed = append(passed, e) })
-	rec.open(topo.Cluster)
-	rec.files(f)
+	on := rec.OnEvent(func(e ansible.Event) { passed = append(passed, e) })
+	rec.Open(topo.Cluster)
+	recordFiles(rec, f)
 	events := []ansible.Event{
 		{Kind: ansible.KindPlayStart, Play: "Storage server"},
 		{Kind: ansible.KindResult, Play: "Storage server", Task: "nfs_server : Write /etc/exports", Host: "storage-server", Status: ansible.StatusChanged,
@@ -97,41 +98,41 @@ func TestRecordWriter(t *testing.T) {
 	}
 	res := &ansible.Result{Command: []string{"ansible-playbook", "--check"}, ExitCode: 2, Events: events, Started: start, Finished: start.Add(time.Minute),
 		Recap: map[string]ansible.HostRecap{"storage-server": {OK: 1, Changed: 1, Failed: 1}}, RecapComplete: true}
-	out := &Outcome{Operation: OpInstantiateEnd, Cluster: topo.Cluster, Where: "ansible host 192.0.2.5", Check: true, Result: res}
+	out := &RunOutcome{Operation: OpInstantiateEnd, Cluster: topo.Cluster, Where: "ansible host 192.0.2.5", Check: true, Result: res}
 	runErr := fail.With(fail.HostFailed, &ansible.HostsError{Kind: ansible.ErrHostFailed, Hosts: []string{"storage-server"}, Messages: map[string]string{"storage-server": "test-password-s"}})
-	out, err = rec.finish(out, runErr)
+	out, err = finishRecord(rec, out, runErr)
 
-	dir := filepath.Join(state, RunsDir, "k8s-a", "20261122T090000Z-instantiate-end")
+	dir := filepath.Join(stateDir, state.RunsDir, "k8s-a", "20261122T090000Z-instantiate-end")
 	if out.Record != dir {
-		t.Errorf("Outcome.Record = %q, want %q", out.Record, dir)
+		t.Errorf("RunOutcome.Record = %q, want %q", out.Record, dir)
 	}
-	if !strings.HasSuffix(err.Error(), "(log: "+filepath.Join(dir, RunLog)+")") || fail.Code(err) != fail.HostFailed || !errors.Is(err, ansible.ErrHostFailed) {
+	if !strings.HasSuffix(err.Error(), "(log: "+filepath.Join(dir, state.RunLog)+")") || fail.Code(err) != fail.HostFailed || !errors.Is(err, ansible.ErrHostFailed) {
 		t.Errorf("error %q (code %d): want the log path at the end and exit code 4", err, fail.Code(err))
 	}
-	if LogPath(err) != filepath.Join(dir, RunLog) {
-		t.Errorf("LogPath = %q", LogPath(err))
+	if state.LogPath(err) != filepath.Join(dir, state.RunLog) {
+		t.Errorf("LogPath = %q", state.LogPath(err))
 	}
-	for _, d := range []string{state + "/" + RunsDir, state + "/" + RunsDir + "/k8s-a"} {
+	for _, d := range []string{stateDir + "/" + state.RunsDir, stateDir + "/" + state.RunsDir + "/k8s-a"} {
 		if st, err := os.Stat(d); err != nil || st.Mode().Perm() != 0o700 {
 			t.Errorf("%s: %v %v, want 0700", d, st.Mode(), err)
 		}
 	}
 	files := checkRecord(t, dir, append(requestSecretValues, "ansible-host-pw"))
-	for _, want := range []string{RunLog, RecordReport, "bundle/inventory/hosts.yml", "bundle/playbook.yml", "bundle/secrets.yml",
+	for _, want := range []string{state.RunLog, state.RecordReport, "bundle/inventory/hosts.yml", "bundle/playbook.yml", "bundle/secrets.yml",
 		"bundle/inventory/group_vars/all.yml", "bundle/inventory/group_vars/nfs_server.yml", "bundle/manifests/nfs-pv1.yaml"} {
 		if _, ok := files[want]; !ok {
 			t.Errorf("the record lacks %s (has %v)", want, keys(files))
 		}
 	}
-	if !strings.Contains(files["bundle/secrets.yml"], "storage_password: '"+ansible.Masked+"'") &&
-		!strings.Contains(files["bundle/secrets.yml"], "storage_password: "+ansible.Masked) {
+	if !strings.Contains(files["bundle/secrets.yml"], "storage_password: '"+redact.Masked+"'") &&
+		!strings.Contains(files["bundle/secrets.yml"], "storage_password: "+redact.Masked) {
 		t.Errorf("masked secrets.yml:\n%s", files["bundle/secrets.yml"])
 	}
-	if !strings.Contains(files[RecordReport], "**1 changes on 1 hosts would be made.**") {
-		t.Errorf("report.md:\n%s", files[RecordReport])
+	if !strings.Contains(files[state.RecordReport], "**1 changes on 1 hosts would be made.**") {
+		t.Errorf("report.md:\n%s", files[state.RecordReport])
 	}
 	// run.log reads back into the same report.
-	in, err := report.ReadLog(strings.NewReader(files[RunLog]))
+	in, err := report.ReadLog(strings.NewReader(files[state.RunLog]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,10 +140,10 @@ func TestRecordWriter(t *testing.T) {
 		len(in.Result.Events) != 3 || in.Result.Recap["storage-server"].Failed != 1 || in.Err == nil {
 		t.Errorf("run.log read back as %+v", in)
 	}
-	lines := strings.Split(strings.TrimSpace(files[RunLog]), "\n")
+	lines := strings.Split(strings.TrimSpace(files[state.RunLog]), "\n")
 	for i, want := range []string{`"kind":"start"`, `"kind":"play_start"`, `"kind":"result"`, `"kind":"result"`, `"kind":"recap"`, `"kind":"error"`, `"kind":"end"`} {
 		if i >= len(lines) || !strings.Contains(lines[i], want) {
-			t.Errorf("run.log line %d: want %s\n%s", i+1, want, files[RunLog])
+			t.Errorf("run.log line %d: want %s\n%s", i+1, want, files[state.RunLog])
 		}
 	}
 }
@@ -155,27 +156,6 @@ func keys(m map[string]string) []string {
 	return out
 }
 
-func TestPrune(t *testing.T) {
-	base := t.TempDir()
-	for i := range 25 {
-		if err := os.Mkdir(filepath.Join(base, fmt.Sprintf("202611%02dT090000Z-instantiate-end", i+1)), 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Mkdir(filepath.Join(base, "notes"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	prune(base, RecordsKept)
-	entries, _ := os.ReadDir(base)
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	if len(names) != 21 || names[0] != "20261106T090000Z-instantiate-end" || names[19] != "20261125T090000Z-instantiate-end" || names[20] != "notes" {
-		t.Errorf("after prune: %v", names)
-	}
-}
-
 // TestRunLeavesARecord runs the real thing through Run: ansible-playbook
 // here (--local) against a cluster whose addresses are closed loopback
 // ports, so every host is unreachable, fast. The run fails with exit code 3,
@@ -185,8 +165,8 @@ func TestRunLeavesARecord(t *testing.T) {
 		t.Skip("ansible-playbook not on PATH")
 	}
 	tmp := t.TempDir()
-	state := filepath.Join(tmp, "state")
-	t.Setenv("HEATSIBLE_STATE_DIR", state)
+	stateDir := filepath.Join(tmp, "stateDir")
+	t.Setenv("HEATSIBLE_STATE_DIR", stateDir)
 	topo := filepath.Join(tmp, "topo.yaml")
 	doc := `cluster: rec-test
 stack: rec-test
@@ -220,18 +200,18 @@ volumes:
 	if err == nil || fail.Code(err) != fail.Unreachable {
 		t.Fatalf("Run: %v (code %d), want unreachable hosts (3)", err, fail.Code(err))
 	}
-	if out == nil || out.Record == "" || !strings.HasSuffix(err.Error(), "(log: "+filepath.Join(out.Record, RunLog)+")") {
+	if out == nil || out.Record == "" || !strings.HasSuffix(err.Error(), "(log: "+filepath.Join(out.Record, state.RunLog)+")") {
 		t.Fatalf("error %q does not end with the record's log (record %v)", err, out)
 	}
 	if seen == 0 {
 		t.Error("no event reached OnEvent")
 	}
 	files := checkRecord(t, out.Record, requestSecretValues)
-	if !strings.Contains(files[RunLog], `"status":"unreachable"`) || !strings.Contains(files[RunLog], `"kind":"recap"`) {
-		t.Errorf("run.log:\n%s", files[RunLog])
+	if !strings.Contains(files[state.RunLog], `"status":"unreachable"`) || !strings.Contains(files[state.RunLog], `"kind":"recap"`) {
+		t.Errorf("run.log:\n%s", files[state.RunLog])
 	}
-	if !strings.Contains(files[RecordReport], "**unreachable**") {
-		t.Errorf("report.md:\n%s", files[RecordReport])
+	if !strings.Contains(files[state.RecordReport], "**unreachable**") {
+		t.Errorf("report.md:\n%s", files[state.RecordReport])
 	}
 	if _, ok := files["bundle/secrets.yml"]; !ok {
 		t.Errorf("no bundle in the record: %v", keys(files))
@@ -242,8 +222,8 @@ volumes:
 // request names a CP the topology lacks) still has a record, under the
 // topology file's cluster, and its error names it.
 func TestEarlyFailureLeavesARecord(t *testing.T) {
-	state := t.TempDir()
-	t.Setenv("HEATSIBLE_STATE_DIR", state)
+	stateDir := t.TempDir()
+	t.Setenv("HEATSIBLE_STATE_DIR", stateDir)
 	req, err := params.Load("../../testdata/requests/external_lb.json")
 	if err != nil {
 		t.Fatal(err)
@@ -254,8 +234,8 @@ func TestEarlyFailureLeavesARecord(t *testing.T) {
 	if fail.Code(err) != fail.Invalid {
 		t.Fatalf("Run: %v, want invalid input", err)
 	}
-	log := LogPath(err)
-	if !strings.HasPrefix(log, filepath.Join(state, RunsDir, "k8s-a")+"/") || !strings.HasSuffix(err.Error(), "(log: "+log+")") {
+	log := state.LogPath(err)
+	if !strings.HasPrefix(log, filepath.Join(stateDir, state.RunsDir, "k8s-a")+"/") || !strings.HasSuffix(err.Error(), "(log: "+log+")") {
 		t.Fatalf("error %q: want a log under runs/k8s-a", err)
 	}
 	b, err := os.ReadFile(log)
@@ -266,4 +246,61 @@ func TestEarlyFailureLeavesARecord(t *testing.T) {
 		t.Errorf("run.log:\n%s", b)
 	}
 	checkRecord(t, filepath.Dir(log), []string{"test-password"})
+}
+
+// TestRefusedRunsKeepTheKilledRunsRecord: the refusal of a killed run's
+// lock tells the operator to read that run's record; a hook retrying the
+// refused operation must not push it out of the records kept. Records are
+// pruned only by a run that holds the lock.
+func TestRefusedRunsKeepTheKilledRunsRecord(t *testing.T) {
+	stateDir := t.TempDir()
+	t.Setenv("HEATSIBLE_STATE_DIR", stateDir)
+	runs := filepath.Join(stateDir, state.RunsDir, "k8s-a")
+	killed := filepath.Join(runs, "20261101T090000Z-instantiate-end")
+	if err := os.MkdirAll(killed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(killed, state.RunLog), []byte(`{"kind":"start"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The lock file of a run that was killed: free, holder record left.
+	rec := `{"operation":"instantiate-end","pid":4242,"host":"conductor-1","started":"2026-11-01T09:00:00Z"}` + "\n"
+	if err := os.WriteFile(filepath.Join(stateDir, "k8s-a.lock"), []byte(rec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	if err := os.WriteFile(kh, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := fixture(t, "valid")
+	o := RunOptions{Operation: OpInstantiateEnd, Request: req, PackageDir: "../../testdata/package",
+		Source: Source{TopologyFile: "../../testdata/topology/k8s-a.yaml"}, Local: true, KnownHosts: kh,
+		Stderr: io.Discard, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for i := range state.RecordsKept + 5 {
+		_, err := Run(context.Background(), o)
+		if fail.Code(err) != fail.Refused || !strings.Contains(err.Error(), "did not finish") {
+			t.Fatalf("attempt %d: %v, want refused (a run that did not finish)", i+1, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(killed, state.RunLog)); err != nil {
+		t.Fatalf("the killed run's record is gone after %d refused attempts: %v", state.RecordsKept+5, err)
+	}
+	entries, err := os.ReadDir(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != state.RecordsKept+6 {
+		t.Errorf("%d records, want every refused attempt's and the killed run's (%d)", len(entries), state.RecordsKept+6)
+	}
+
+	// The run that takes the lock over prunes (before it runs anything:
+	// without ansible-playbook on PATH it ends right after).
+	o.BreakLock = true
+	t.Setenv("PATH", t.TempDir())
+	if _, err := Run(context.Background(), o); fail.Code(err) == fail.Refused {
+		t.Fatalf("--break-lock: %v", err)
+	}
+	if entries, _ = os.ReadDir(runs); len(entries) != state.RecordsKept {
+		t.Errorf("%d records after a run that held the lock, want %d", len(entries), state.RecordsKept)
+	}
 }

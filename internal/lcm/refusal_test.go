@@ -52,7 +52,7 @@ func runRoles(t *testing.T, roleFS fs.FS, play, vars string) (*ansible.Result, e
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	return ansible.LocalRunner{}.Run(ctx, b, ansible.RunOptions{})
+	return ansible.LocalRunner{}.Run(ctx, b, ansible.PlaybookOptions{})
 }
 
 // TestRefusalMarker: a task that fails through heatsible_refuse (the

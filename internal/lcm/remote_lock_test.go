@@ -53,7 +53,7 @@ func TestWatchRemoteLock(t *testing.T) {
 			}
 			defer c.Close()
 			rr := &ansible.RemoteRunner{Client: c, BaseDir: base, Logger: log}
-			l, err := rr.Lock(context.Background(), "k8s-a", Holder{Operation: "heal-end", PID: 1, Host: "m", Started: time.Now()}, true)
+			l, err := rr.Lock(context.Background(), "k8s-a", ansible.Holder{Operation: "heal-end", PID: 1, Host: "m", Started: time.Now()}, true)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/heatsible/heatsible/internal/interrupt"
 	"github.com/heatsible/heatsible/internal/params"
 	"github.com/heatsible/heatsible/internal/remote"
+	"github.com/heatsible/heatsible/internal/state"
 	"github.com/heatsible/heatsible/internal/topology"
 	"github.com/heatsible/heatsible/playbooks"
 	"github.com/heatsible/heatsible/roles"
@@ -49,7 +50,7 @@ type RunOptions struct {
 	InsecureIgnoreHostKey bool
 
 	// BreakLock takes over the lock left by a run that was killed (see
-	// Acquire); it never takes a lock from a live run.
+	// state.Acquire); it never takes a lock from a live run.
 	BreakLock bool
 
 	Check     bool
@@ -68,11 +69,11 @@ type RunOptions struct {
 
 	// newRunner, for tests of a run with Local set, replaces
 	// ansible.LocalRunner as the runner and the file operations.
-	newRunner func() (ansible.Runner, ansible.Files)
+	newRunner func() (ansible.Runner, ansible.FileOps)
 }
 
-// Outcome is what a run did.
-type Outcome struct {
+// RunOutcome is what a run did.
+type RunOutcome struct {
 	Operation string
 	Cluster   string
 	Where     string // "local" or "ansible host ADDR"
@@ -81,7 +82,7 @@ type Outcome struct {
 	Result    *ansible.Result
 	Started   time.Time
 	Duration  time.Duration
-	// Record is the run record's directory (see record.go).
+	// Record is the run record's directory (see package state).
 	Record string
 	// VIM is Tacker's Kubernetes VIM the run prepared (nil: none; see
 	// vim.go). Its BearerToken is a secret: every masker of the run knows
@@ -91,31 +92,31 @@ type Outcome struct {
 
 // Run runs an operation: topology, lock, bundle, ansible-playbook, recap.
 // Errors carry exit codes (package fail) and end with "(log: PATH)": every
-// run leaves a record under StateDir()/runs (see record.go).
+// run leaves a record under state.Dir()/runs (see package state).
 //
 // Once ctx is cancelled (a signal: see package interrupt) the outcome is
 // exit code 130, whatever error the cancellation caused on its way (an SSH
 // dial error, a Heat error, a failed task) and also when every step
 // completed: that is decided here, in one place, after the run's cleanup.
-func Run(ctx context.Context, o RunOptions) (*Outcome, error) {
+func Run(ctx context.Context, o RunOptions) (*RunOutcome, error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
 	}
 	rec := newRecord(o, log, time.Now())
-	o.OnEvent = rec.onEvent(o.OnEvent)
-	defer interrupt.Track(ctx, interrupt.Leftover{Now: rec.abandon})()
+	o.OnEvent = rec.OnEvent(o.OnEvent)
+	defer interrupt.Track(ctx, interrupt.Leftover{Now: rec.Abandon})()
 	if err := ctx.Err(); err != nil { // interrupted before it started: start nothing
-		return rec.finish(nil, interrupt.Err(ctx, err))
+		return finishRecord(rec, nil, interrupt.Err(ctx, err))
 	}
 	out, err := runOpSafe(ctx, o, rec)
-	return rec.finish(out, interrupt.Err(ctx, err))
+	return finishRecord(rec, out, interrupt.Err(ctx, err))
 }
 
 // runOpSafe is runOp with a panic (a bug) turned into an Internal error
 // once runOp's deferred cleanups (bundle, staging directory, lock) have
 // run, so that the record and the exit code say what happened.
-func runOpSafe(ctx context.Context, o RunOptions, rec *record) (out *Outcome, err error) {
+func runOpSafe(ctx context.Context, o RunOptions, rec *state.Record) (out *RunOutcome, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = nil, fail.With(fail.Internal, fmt.Errorf("internal error (a bug: please report it with this message): panic: %v\n%s", p, debug.Stack()))
@@ -124,22 +125,22 @@ func runOpSafe(ctx context.Context, o RunOptions, rec *record) (out *Outcome, er
 	return runOp(ctx, o, rec)
 }
 
-func runOp(ctx context.Context, o RunOptions, rec *record) (_ *Outcome, runErr error) {
+func runOp(ctx context.Context, o RunOptions, rec *state.Record) (_ *RunOutcome, runErr error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	start := rec.started
+	start := rec.Started()
 	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased, Nodes: o.Nodes, Tags: o.Tags}
 	req := o.Request
 	t, files, err := load(ctx, op, req, o.PackageDir, o.Source, o.Version)
 	if t != nil {
-		rec.open(t.Cluster)
+		rec.Open(t.Cluster)
 	}
 	if err != nil {
 		return nil, err
 	}
-	rec.files(files)
+	recordFiles(rec, files)
 	sweepBundles(t.Cluster, o.Stderr, log)
 	// Everything that can be checked locally is checked before any host is
 	// touched: the request and topology (above), known_hosts, where Ansible
@@ -158,7 +159,7 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (_ *Outcome, runErr e
 		sshCfg = cfg
 		where = "ansible host " + cfg.Address
 	}
-	lock, err := Acquire(t.Cluster, o.Operation, o.BreakLock)
+	lock, err := state.Acquire(t.Cluster, o.Operation, o.BreakLock)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +188,7 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (_ *Outcome, runErr e
 	defer closeBundle(ctx, b, t.Cluster)()
 
 	var runner ansible.Runner = ansible.LocalRunner{}
-	var fileOps ansible.Files = ansible.LocalRunner{}
+	var fileOps ansible.FileOps = ansible.LocalRunner{}
 	if o.newRunner != nil {
 		runner, fileOps = o.newRunner()
 	}
@@ -206,7 +207,7 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (_ *Outcome, runErr e
 		// The cluster's lock on the Ansible host, for the whole remote
 		// run: the lock above cannot see another machine.
 		h := lock.Holder()
-		h.Record = rec.dir
+		h.Record = rec.Dir()
 		remoteLock, err = remoteRunner.Lock(ctx, t.Cluster, h, o.BreakLock)
 		if err != nil {
 			return nil, fail.With(lockExit(err), err)
@@ -227,8 +228,8 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (_ *Outcome, runErr e
 		go watchRemoteLock(ctx, stop, remoteLock, client, log)
 	}
 	// Records are pruned only now that this run holds the cluster's locks.
-	rec.prune()
-	out := &Outcome{Operation: o.Operation, Cluster: t.Cluster, Where: where, Check: o.Check, Topology: t, Started: start}
+	rec.Prune()
+	out := &RunOutcome{Operation: o.Operation, Cluster: t.Cluster, Where: where, Check: o.Check, Topology: t, Started: start}
 	ph := &phaseRunner{o: o, files: files, bundle: b, runner: runner, fileOps: fileOps, remote: remoteRunner, cluster: t.Cluster, log: log}
 	if err := ph.preflight(ctx); err != nil {
 		return nil, err
@@ -261,7 +262,7 @@ func runOp(ctx context.Context, o RunOptions, rec *record) (_ *Outcome, runErr e
 // finishVIM builds Tacker's Kubernetes VIM from what the k8s_vim role left,
 // teaches the record's masker its token, and says what was prepared (or
 // why nothing was: check mode, --tags or --limit leaving the role out).
-func (p *phaseRunner) finishVIM(t *topology.Topology, rec *record) (*VIM, error) {
+func (p *phaseRunner) finishVIM(t *topology.Topology, rec *state.Record) (*VIM, error) {
 	e := *p.files.VIM
 	master := t.ByRole(topology.RoleMaster)[0].Name
 	if p.o.Check {
@@ -281,7 +282,7 @@ func (p *phaseRunner) finishVIM(t *topology.Topology, rec *record) (*VIM, error)
 	if err != nil {
 		return nil, fail.With(fail.HostFailed, err)
 	}
-	rec.learn(vo.VIM.BearerToken)
+	rec.Learn(vo.VIM.BearerToken)
 	for _, w := range vo.Warnings {
 		p.say("warning: %s", w)
 	}
@@ -291,7 +292,7 @@ func (p *phaseRunner) finishVIM(t *topology.Topology, rec *record) (*VIM, error)
 
 // vimLeftOut says why --limit or --tags keep the k8s_vim role from running,
 // or "" when it runs.
-func vimLeftOut(f *Files, limit string, tags []string) string {
+func vimLeftOut(f *OpFiles, limit string, tags []string) string {
 	plan, err := PlanFiles(f.Playbook, f.Inventory, limit, tags)
 	if err != nil {
 		return ""
@@ -317,7 +318,7 @@ func vimLeftOut(f *Files, limit string, tags []string) string {
 // (and checked against the request), the operation's files rendered. The
 // topology is returned even when rendering fails, so a run record can name
 // the cluster.
-func load(ctx context.Context, op Op, req *params.Request, pkgDir string, src Source, version string) (*topology.Topology, *Files, error) {
+func load(ctx context.Context, op Op, req *params.Request, pkgDir string, src Source, version string) (*topology.Topology, *OpFiles, error) {
 	if err := op.Check(); err != nil {
 		return nil, nil, fail.With(fail.Invalid, err)
 	}
@@ -328,7 +329,7 @@ func load(ctx context.Context, op Op, req *params.Request, pkgDir string, src So
 	if err != nil {
 		return nil, nil, err
 	}
-	files, err := PrepareOp(req, t, pkgDir, op, version)
+	files, err := RenderOp(req, t, pkgDir, op, version)
 	if err != nil {
 		if errors.As(err, new(*fail.Error)) {
 			return t, nil, err // a refusal at plan time keeps its code (Refused)
@@ -338,14 +339,9 @@ func load(ctx context.Context, op Op, req *params.Request, pkgDir string, src So
 	return t, files, nil
 }
 
-// Prepare builds the files of operation op (no target); see PrepareOp.
-func Prepare(req *params.Request, t *topology.Topology, pkgDir, op, version string) (*Files, error) {
-	return PrepareOp(req, t, pkgDir, Op{Name: op}, version)
-}
-
-// PrepareOp builds the operation's files: inventory, playbook, group_vars,
+// RenderOp builds the operation's files: inventory, playbook, group_vars,
 // secrets and prepared manifests. It touches nothing outside memory.
-func PrepareOp(req *params.Request, t *topology.Topology, pkgDir string, op Op, version string) (*Files, error) {
+func RenderOp(req *params.Request, t *topology.Topology, pkgDir string, op Op, version string) (*OpFiles, error) {
 	inv, err := Inventory(req, t)
 	if err != nil {
 		return nil, err
@@ -356,7 +352,7 @@ func PrepareOp(req *params.Request, t *topology.Topology, pkgDir string, op Op, 
 	if err := inv.WriteYAML(&buf); err != nil {
 		return nil, err
 	}
-	f := &Files{Inventory: buf.Bytes()}
+	f := &OpFiles{Inventory: buf.Bytes()}
 	if err := buildVars(req, t, pkgDir, f); err != nil {
 		return nil, err
 	}
@@ -432,7 +428,7 @@ func PrepareOp(req *params.Request, t *topology.Topology, pkgDir string, op Op, 
 
 // bundleFiles are the files a run bundle carries besides its inventory,
 // playbook, roles and secrets.
-func bundleFiles(f *Files) map[string][]byte {
+func bundleFiles(f *OpFiles) map[string][]byte {
 	out := map[string][]byte{}
 	for name, b := range f.Manifests {
 		out[ManifestDir+"/"+name] = b

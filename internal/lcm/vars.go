@@ -12,15 +12,15 @@ import (
 	"github.com/heatsible/heatsible/inventory"
 )
 
-// Files are the operation-specific files of a run bundle, before the runner
+// OpFiles are the operation-specific files of a run bundle, before the runner
 // stages them with the roles.
-type Files struct {
+type OpFiles struct {
 	Inventory []byte
 	Playbook  []byte
 	// GroupVars maps a group name to its group_vars/<group>.yml. None of them
 	// holds a secret: passwords are referenced as "{{ heatsible_secrets.* }}"
 	// and defined only in Secrets. Every string in them and in Secrets is
-	// tagged !unsafe except those references (see marshal).
+	// tagged !unsafe except those references (see inventory.Marshal).
 	GroupVars map[string][]byte
 	// Secrets is the 0600 vars file passed with -e @file.
 	Secrets []byte
@@ -74,8 +74,8 @@ type nfsExport struct {
 }
 
 type pvManifest struct {
-	Name string   `yaml:"name"`
-	Src  Template `yaml:"src"`
+	Name string             `yaml:"name"`
+	Src  inventory.Template `yaml:"src"`
 }
 
 // ManifestDir is where prepared manifests sit in the bundle, relative to the
@@ -83,7 +83,7 @@ type pvManifest struct {
 const ManifestDir = "manifests"
 
 // buildVars computes group_vars, secrets and prepared manifests for req on t.
-func buildVars(req *params.Request, t *topology.Topology, pkgDir string, f *Files) error {
+func buildVars(req *params.Request, t *topology.Topology, pkgDir string, f *OpFiles) error {
 	c := req.Cluster
 	all := map[string]any{}
 	f.GroupVars = map[string][]byte{}
@@ -98,7 +98,7 @@ func buildVars(req *params.Request, t *topology.Topology, pkgDir string, f *File
 	conn := func(group, key string) error {
 		// ansible_become_password: the users have sudo with a password on
 		// real VMs (passwordless on some); giving it is harmless either way.
-		ref := Template("{{ heatsible_secrets." + key + " }}")
+		ref := inventory.Template("{{ heatsible_secrets." + key + " }}")
 		return addGroupVars(f, group, map[string]any{
 			"ansible_password":        ref,
 			"ansible_become_password": ref,
@@ -192,7 +192,7 @@ func buildVars(req *params.Request, t *topology.Topology, pkgDir string, f *File
 		}
 		name := pv.Name + ".yaml"
 		f.Manifests[name] = out
-		pvs = append(pvs, pvManifest{Name: pv.Name, Src: Template("{{ playbook_dir }}/" + path.Join(ManifestDir, name))})
+		pvs = append(pvs, pvManifest{Name: pv.Name, Src: inventory.Template("{{ playbook_dir }}/" + path.Join(ManifestDir, name))})
 	}
 	all["pv_manifests"] = pvs
 	// Proxy URLs may carry user:password: then the whole map goes to the
@@ -219,7 +219,7 @@ func buildVars(req *params.Request, t *topology.Topology, pkgDir string, f *File
 	if proxySecret {
 		sec["proxy_env"] = proxy
 	}
-	b, err := marshal(sec)
+	b, err := inventory.Marshal(sec)
 	if err != nil {
 		return err
 	}
@@ -228,8 +228,8 @@ func buildVars(req *params.Request, t *topology.Topology, pkgDir string, f *File
 	return nil
 }
 
-func addGroupVars(f *Files, group string, vars map[string]any) error {
-	b, err := marshal(vars)
+func addGroupVars(f *OpFiles, group string, vars map[string]any) error {
+	b, err := inventory.Marshal(vars)
 	if err != nil {
 		return err
 	}

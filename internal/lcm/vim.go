@@ -24,7 +24,7 @@ import (
 // cluster-admin and a long-lived token Secret for it. The role hands the
 // token to heatsible through a 0600 file of the run bundle (VIMInfoFile),
 // written by no_log tasks and read back before the bundle is removed
-// (ansible.RunOptions.Collect): it never travels in an event, so neither
+// (ansible.PlaybookOptions.Collect): it never travels in an event, so neither
 // the progress lines nor the run record can show it. heatsible then builds
 // the VIM here and adds the token to every masker before anything prints.
 const (

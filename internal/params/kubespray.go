@@ -5,16 +5,17 @@ import (
 	"net/netip"
 	"path"
 	"strings"
-
-	"github.com/heatsible/heatsible/inventory"
 )
 
 // KubesprayInventory is the inventory file heatsible hands kubespray: where
 // it goes on the machine that runs Ansible, and its format.
 type KubesprayInventory struct {
 	// Path is absolute and clean.
-	Path   string
-	Format inventory.Format
+	Path string
+	// Format is "ini" or "yaml" (inventory.INI, inventory.YAML: params
+	// comes before the inventory package in the data flow, so it names
+	// them as strings).
+	Format string
 }
 
 // InventoryFile decides where the inventory for kubespray goes, from
@@ -75,15 +76,15 @@ func (a *Ansible) InventoryFile() (KubesprayInventory, *Problem) {
 	var inv KubesprayInventory
 	switch ext := path.Ext(full); {
 	case dir:
-		inv = KubesprayInventory{full + "/hosts.yaml", inventory.YAML}
+		inv = KubesprayInventory{full + "/hosts.yaml", "yaml"}
 	case ext == ".ini":
-		inv = KubesprayInventory{full, inventory.INI}
+		inv = KubesprayInventory{full, "ini"}
 	case ext == ".yaml" || ext == ".yml":
-		inv = KubesprayInventory{full, inventory.YAML}
+		inv = KubesprayInventory{full, "yaml"}
 	case ext == ".json" || ext == ".cfg" || ext == ".conf" || ext == ".txt" || ext == ".toml":
 		return bad("transferring_inventory_path", "%s: heatsible writes the inventory as INI (.ini) or YAML (.yaml, .yml); give such a file, or a directory (it then writes hosts.yaml in it)", quote(v))
 	default:
-		inv = KubesprayInventory{full + "/hosts.yaml", inventory.YAML}
+		inv = KubesprayInventory{full + "/hosts.yaml", "yaml"}
 	}
 	if rel, inside := strings.CutPrefix(inv.Path, root+"/"); inside && !strings.HasPrefix(rel, "inventory/") {
 		return bad("transferring_inventory_path", "%s is %s, inside kubespray_root_path but not under its inventory/ directory, where it could replace one of kubespray's own files; put it under inventory/, e.g. inventory/mycluster/hosts.yaml", quote(v), inv.Path)

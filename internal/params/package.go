@@ -10,28 +10,47 @@ import (
 	"github.com/heatsible/heatsible/internal/manifest"
 )
 
-// packageFile resolves rel inside the package directory, following symlinks,
-// and refuses anything that ends up outside it or is not a regular file.
-func packageFile(pkgDir, rel string) (string, error) {
-	root, err := filepath.EvalSymlinks(pkgDir)
+// openPackageFile opens rel inside the package directory through an
+// os.Root, which follows symlinks only while they stay inside the package,
+// and refuses anything that is not a regular file (checked before it is
+// opened: a FIFO would block). The diagnosis of a refusal (escapes, does not
+// exist) only words the error; os.Root does the refusing.
+func openPackageFile(pkgDir, rel string) (*os.File, error) {
+	root, err := os.OpenRoot(pkgDir)
 	if err != nil {
-		return "", fmt.Errorf("the VNF package directory %q cannot be read: %v", pkgDir, err)
+		return nil, fmt.Errorf("the VNF package directory %q cannot be read: %v", pkgDir, err)
 	}
-	p, err := filepath.EvalSymlinks(filepath.Join(root, filepath.FromSlash(rel)))
+	defer root.Close()
+	name := filepath.FromSlash(rel)
+	st, err := root.Stat(name)
 	if err != nil {
-		return "", fmt.Errorf("%q does not exist in the VNF package directory %s", rel, pkgDir)
-	}
-	if r, err := filepath.Rel(root, p); err != nil || r == ".." || strings.HasPrefix(r, "../") {
-		return "", fmt.Errorf("%q resolves to %s, outside the VNF package directory; a symlink may not leave the package", rel, p)
-	}
-	st, err := os.Stat(p)
-	if err != nil {
-		return "", fmt.Errorf("%q: %v", rel, err)
+		return nil, packageFileError(pkgDir, rel, err)
 	}
 	if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("%q is not a regular file", rel)
+		return nil, fmt.Errorf("%q is not a regular file", rel)
 	}
-	return p, nil
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, packageFileError(pkgDir, rel, err)
+	}
+	return f, nil
+}
+
+// packageFileError says why the package's root refused rel: it does not
+// exist, or it resolves outside the package (a symlink or ".." leaving it).
+func packageFileError(pkgDir, rel string, err error) error {
+	dir, derr := filepath.EvalSymlinks(pkgDir)
+	if derr != nil {
+		return fmt.Errorf("the VNF package directory %q cannot be read: %v", pkgDir, derr)
+	}
+	p, perr := filepath.EvalSymlinks(filepath.Join(dir, filepath.FromSlash(rel)))
+	if perr != nil {
+		return fmt.Errorf("%q does not exist in the VNF package directory %s", rel, pkgDir)
+	}
+	if r, rerr := filepath.Rel(dir, p); rerr != nil || r == ".." || strings.HasPrefix(r, "../") {
+		return fmt.Errorf("%q resolves to %s, outside the VNF package directory; a symlink may not leave the package", rel, p)
+	}
+	return fmt.Errorf("%q: %v", rel, err)
 }
 
 // ReadManifest reads and checks the PersistentVolume manifest at rel inside
@@ -51,13 +70,9 @@ func ReadManifest(pkgDir, rel string) (*manifest.PV, error) {
 // readPackageFile reads rel inside the package directory, at most max+1
 // bytes (the caller judges the size).
 func readPackageFile(pkgDir, rel string, max int64) ([]byte, error) {
-	p, err := packageFile(pkgDir, rel)
+	f, err := openPackageFile(pkgDir, rel)
 	if err != nil {
 		return nil, err
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, fmt.Errorf("%q: %v", rel, err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, max+1))

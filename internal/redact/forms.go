@@ -10,6 +10,10 @@
 // its password %-encoded. A masker that only knows the raw text misses all
 // of those; Forms lists them, so that the masker and the tests that search
 // output for leaks agree on what a leak is.
+//
+// It is heatsible's one masker (Masker, MaskYAML, MaskJSON, Masked): the run
+// bundle and its events (package ansible), the run records (package state),
+// the review report and the CLI's output all mask through it.
 package redact
 
 import (

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/heatsible/heatsible/internal/ansible"
+	"github.com/heatsible/heatsible/internal/redact"
 )
 
 const testSecret = "R3view-S3cret-9z"
@@ -42,7 +43,7 @@ func TestReportOfARealCheckRunHasNoSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	res, runErr := ansible.LocalRunner{}.Run(context.Background(), b, ansible.RunOptions{Check: true, Diff: true})
+	res, runErr := ansible.LocalRunner{}.Run(context.Background(), b, ansible.PlaybookOptions{Check: true, Diff: true})
 	if !errors.Is(runErr, ansible.ErrHostFailed) {
 		t.Fatalf("run error %v, want a failed host (beta)", runErr)
 	}
@@ -59,7 +60,7 @@ func TestReportOfARealCheckRunHasNoSecret(t *testing.T) {
 			t.Errorf("the %s report holds the secret:\n%s", name, out)
 		}
 		// The diff, the report and the failure are there, masked.
-		for _, want := range []string{"+password=" + ansible.Masked, "the password is " + ansible.Masked, "refused: " + ansible.Masked} {
+		for _, want := range []string{"+password=" + redact.Masked, "the password is " + redact.Masked, "refused: " + redact.Masked} {
 			if !strings.Contains(out, want) {
 				t.Errorf("the %s report lacks %q:\n%s", name, want, out)
 			}

@@ -1,4 +1,4 @@
-package lcm
+package state
 
 import (
 	"bytes"
@@ -28,21 +28,6 @@ type Lock struct {
 	holder Holder
 }
 
-// StateDir is where heatsible keeps per-cluster state on this machine: the
-// locks and the run records. HEATSIBLE_STATE_DIR overrides it.
-func StateDir() string {
-	if d := os.Getenv("HEATSIBLE_STATE_DIR"); d != "" {
-		return d
-	}
-	if os.Geteuid() == 0 {
-		return "/var/lib/heatsible"
-	}
-	if d, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(d, ".local", "state", "heatsible")
-	}
-	return filepath.Join(os.TempDir(), "heatsible")
-}
-
 // Acquire takes the lock of cluster for operation, without waiting: a second
 // operation on the same cluster is refused (exit code Refused) with the
 // holder's operation, pid, host and start time. The lock is an flock, so the
@@ -58,7 +43,7 @@ func StateDir() string {
 // with breakStale (--break-lock). breakStale never takes the lock from a
 // live holder.
 func Acquire(cluster, operation string, breakStale bool) (*Lock, error) {
-	dir := StateDir()
+	dir := Dir()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
 	}
@@ -87,7 +72,7 @@ func Acquire(cluster, operation string, breakStale bool) (*Lock, error) {
 		}
 		if !breakStale {
 			f.Close()
-			return nil, fail.With(fail.Refused, fmt.Errorf("cluster %s: the lock %s was left by a run that did not finish: %s; it was killed or crashed, so its hosts may be half-configured. Read its run record (%s), then re-run with --break-lock", cluster, p, who, filepath.Join(dir, "runs", topology.SanitizeName(cluster))))
+			return nil, fail.With(fail.Refused, fmt.Errorf("cluster %s: the lock %s was left by a run that did not finish: %s; it was killed or crashed, so its hosts may be half-configured. Read its run record (%s), then re-run with --break-lock", cluster, p, who, filepath.Join(dir, RunsDir, topology.SanitizeName(cluster))))
 		}
 		slog.Warn("breaking the lock of a run that did not finish (--break-lock)", "cluster", cluster, "holder", who)
 	}
@@ -113,6 +98,9 @@ func (l *Lock) Release() {
 	l.f.Close()
 	l.f = nil
 }
+
+// Path is the lock file's path.
+func (l *Lock) Path() string { return l.path }
 
 // Remove deletes the lock file, then releases the lock: terminate-end, when
 // the cluster is gone. Its run records stay (the audit trail).

@@ -1,4 +1,4 @@
-package lcm
+package inventory
 
 import (
 	"bytes"
@@ -8,8 +8,8 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Every YAML file heatsible writes for Ansible (group_vars, secrets.yml, the
-// kubespray inventory) goes through marshal, which tags every string value
+// Every YAML file heatsible writes for Ansible (group_vars, secrets.yml,
+// kubespray's vars file) goes through Marshal, which tags every string value
 // !unsafe: Ansible then hands it to tasks, connection plugins and filters as
 // it is and never renders it as a Jinja template, wherever it is referenced
 // from ("{{ heatsible_secrets.x }}", a file lookup, a role default). A
@@ -21,7 +21,7 @@ import (
 
 // Template is a Jinja expression heatsible writes itself, e.g.
 // "{{ heatsible_secrets.master_password }}": the one kind of string value
-// that marshal leaves templatable. It may hold only variable references and
+// that Marshal leaves templatable. It may hold only variable references and
 // path characters (templateRE), so no request value can ride along in one.
 type Template string
 
@@ -46,11 +46,11 @@ func (t Template) MarshalYAML() (any, error) {
 	return &yaml.Node{Kind: yaml.ScalarNode, Tag: templateTag, Value: string(t)}, nil
 }
 
-// marshal writes v as a YAML document for Ansible, every string value
+// Marshal writes v as a YAML document for Ansible, every string value
 // tagged !unsafe except Templates (see the comment at the top of the file).
 // Mapping keys stay plain: they are variable and host names that heatsible
 // chooses or validates.
-func marshal(v any) ([]byte, error) {
+func Marshal(v any) ([]byte, error) {
 	var doc yaml.Node
 	if err := doc.Encode(v); err != nil {
 		return nil, err

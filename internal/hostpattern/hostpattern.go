@@ -1,0 +1,350 @@
+// Package hostpattern is the part of Ansible that "heatsible plan" needs
+// to say what a run would do without running it: a rendered playbook's
+// plays (hosts pattern, roles, tags, tasks), a YAML inventory's hosts and
+// groups, Ansible's host patterns (groups, globs, ~regex, &, !) resolved
+// against it, and --tags applied to roles. It knows nothing of heatsible's
+// operations; package lcm builds its Plan from these.
+package hostpattern
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Role is one role of a play.
+type Role struct {
+	Name string   `json:"name"`
+	Tags []string `json:"tags,omitempty"`
+	// Selected is false when --tags leaves the role out.
+	Selected bool `json:"selected"`
+}
+
+// Selected applies --tags to a role or task tagged have: everything runs
+// without --tags, and with "all"; "always" always runs.
+func Selected(have, want []string) bool {
+	if len(want) == 0 || slices.Contains(want, "all") || slices.Contains(have, "always") {
+		return true
+	}
+	for _, t := range have {
+		if slices.Contains(want, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// Play is what a plan needs of one play of a playbook.
+type Play struct {
+	Name   string
+	Hosts  string
+	Roles  []Role
+	Tags   []string
+	Tasks  []string
+	Import string
+}
+
+// ParsePlaybook reads the plays of a rendered playbook: each one's hosts
+// pattern, roles (with their tags), tags and task names, or the playbook
+// an import_playbook pulls in.
+func ParsePlaybook(b []byte) ([]Play, error) {
+	var raw []map[string]any
+	if err := yaml.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("parsing the rendered playbook: %w", err)
+	}
+	var out []Play
+	for i, m := range raw {
+		var p Play
+		p.Name, _ = m["name"].(string)
+		for _, k := range []string{"import_playbook", "ansible.builtin.import_playbook"} {
+			if v, ok := m[k].(string); ok {
+				p.Import = v
+			}
+		}
+		if p.Import != "" {
+			if p.Name == "" {
+				p.Name = "import " + p.Import
+			}
+			out = append(out, p)
+			continue
+		}
+		switch h := m["hosts"].(type) {
+		case string:
+			p.Hosts = h
+		case []any:
+			var parts []string
+			for _, x := range h {
+				parts = append(parts, fmt.Sprint(x))
+			}
+			p.Hosts = strings.Join(parts, ",")
+		default:
+			return nil, fmt.Errorf("play %d (%s) has no hosts", i+1, p.Name)
+		}
+		p.Tags = stringList(m["tags"])
+		roles, _ := m["roles"].([]any)
+		for _, r := range roles {
+			switch r := r.(type) {
+			case string:
+				p.Roles = append(p.Roles, Role{Name: r})
+			case map[string]any:
+				name, _ := r["role"].(string)
+				if name == "" {
+					name, _ = r["name"].(string)
+				}
+				p.Roles = append(p.Roles, Role{Name: name, Tags: stringList(r["tags"])})
+			}
+		}
+		for _, k := range []string{"pre_tasks", "tasks", "post_tasks"} {
+			ts, _ := m[k].([]any)
+			for _, t := range ts {
+				tm, _ := t.(map[string]any)
+				name, _ := tm["name"].(string)
+				if name == "" {
+					name = "(unnamed task)"
+				}
+				p.Tasks = append(p.Tasks, name)
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func stringList(v any) []string {
+	switch v := v.(type) {
+	case string:
+		var out []string
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	case []any:
+		var out []string
+		for _, x := range v {
+			out = append(out, fmt.Sprint(x))
+		}
+		return out
+	}
+	return nil
+}
+
+// Inventory is a YAML inventory as far as host patterns need it.
+type Inventory struct {
+	hosts  []string            // inventory order
+	groups map[string][]string // group -> hosts (children included), inventory order
+}
+
+// ParseInventory reads a YAML inventory's hosts and groups (children
+// included), in the inventory's order.
+func ParseInventory(b []byte) (*Inventory, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("parsing the inventory: %w", err)
+	}
+	inv := &Inventory{groups: map[string][]string{}}
+	if len(doc.Content) == 0 {
+		return inv, nil
+	}
+	seen := map[string]bool{}
+	direct := map[string][]string{}
+	children := map[string][]string{}
+	// Mapping nodes keep the document's order, which is the inventory's.
+	var walk func(name string, g *yaml.Node)
+	walk = func(name string, g *yaml.Node) {
+		if _, ok := direct[name]; !ok {
+			direct[name] = nil
+		}
+		if hs := mapValue(g, "hosts"); hs != nil {
+			for k := 0; k+1 < len(hs.Content); k += 2 {
+				h := hs.Content[k].Value
+				direct[name] = append(direct[name], h)
+				if !seen[h] {
+					seen[h] = true
+					inv.hosts = append(inv.hosts, h)
+				}
+			}
+		}
+		if cs := mapValue(g, "children"); cs != nil {
+			for k := 0; k+1 < len(cs.Content); k += 2 {
+				c := cs.Content[k].Value
+				children[name] = append(children[name], c)
+				walk(c, cs.Content[k+1])
+			}
+		}
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nil, errors.New("parsing the inventory: not a YAML mapping of groups")
+	}
+	for k := 0; k+1 < len(root.Content); k += 2 {
+		walk(root.Content[k].Value, root.Content[k+1])
+	}
+	var members func(g string, depth int) []string
+	members = func(g string, depth int) []string {
+		if depth > 64 {
+			return nil
+		}
+		set := map[string]bool{}
+		for _, h := range direct[g] {
+			set[h] = true
+		}
+		for _, c := range children[g] {
+			for _, h := range members(c, depth+1) {
+				set[h] = true
+			}
+		}
+		var out []string
+		for _, h := range inv.hosts {
+			if set[h] {
+				out = append(out, h)
+			}
+		}
+		return out
+	}
+	for g := range direct {
+		inv.groups[g] = members(g, 0)
+	}
+	inv.groups["all"] = slices.Clone(inv.hosts)
+	return inv, nil
+}
+
+// Hosts are the inventory's hosts, in inventory order.
+func (inv *Inventory) Hosts() []string { return inv.hosts }
+
+// mapValue returns the value of key in mapping node n (nil if absent or n
+// is not a mapping).
+func mapValue(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for k := 0; k+1 < len(n.Content); k += 2 {
+		if n.Content[k].Value == key {
+			v := n.Content[k+1]
+			if v.Kind != yaml.MappingNode {
+				return nil
+			}
+			return v
+		}
+	}
+	return nil
+}
+
+// Resolve evaluates an Ansible host pattern: terms separated by "," (or
+// ":"), each a host, a group, "all"/"*", a glob or "~regex"; "&term"
+// intersects, "!term" excludes. Unknown names match nothing, as in Ansible
+// (which warns). Subscripts (group[0]) are not supported.
+func (inv *Inventory) Resolve(pattern string) ([]string, error) {
+	pattern = strings.TrimSpace(pattern)
+	var terms []string
+	if strings.Contains(pattern, ",") {
+		terms = strings.Split(pattern, ",")
+	} else if strings.Count(pattern, ":") > 0 && !strings.Contains(pattern, "::") && !ipv6ish(pattern) {
+		terms = strings.Split(pattern, ":")
+	} else {
+		terms = []string{pattern}
+	}
+	union := map[string]bool{}
+	var and, not [][]string
+	for _, term := range terms {
+		term = strings.TrimSpace(term)
+		if term == "" {
+			continue
+		}
+		op := byte(0)
+		if term[0] == '&' || term[0] == '!' {
+			op, term = term[0], term[1:]
+		}
+		hs, err := inv.term(term)
+		if err != nil {
+			return nil, err
+		}
+		switch op {
+		case '&':
+			and = append(and, hs)
+		case '!':
+			not = append(not, hs)
+		default:
+			for _, h := range hs {
+				union[h] = true
+			}
+		}
+	}
+	for _, hs := range and {
+		keep := map[string]bool{}
+		for _, h := range hs {
+			if union[h] {
+				keep[h] = true
+			}
+		}
+		union = keep
+	}
+	for _, hs := range not {
+		for _, h := range hs {
+			delete(union, h)
+		}
+	}
+	var out []string
+	for _, h := range inv.hosts {
+		if union[h] {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+func ipv6ish(s string) bool { return strings.Count(s, ":") >= 2 }
+
+func (inv *Inventory) term(t string) ([]string, error) {
+	if t == "all" || t == "*" {
+		return inv.hosts, nil
+	}
+	if strings.ContainsAny(t, "[]") {
+		return nil, fmt.Errorf("subscripts like %q are not supported by heatsible plan", t)
+	}
+	if hs, ok := inv.groups[t]; ok {
+		return hs, nil
+	}
+	if slices.Contains(inv.hosts, t) {
+		return []string{t}, nil
+	}
+	var match func(string) bool
+	switch {
+	case strings.HasPrefix(t, "~"):
+		re, err := regexp.Compile(t[1:])
+		if err != nil {
+			return nil, fmt.Errorf("pattern %q: %w", t, err)
+		}
+		match = re.MatchString
+	case strings.ContainsAny(t, "*?"):
+		match = func(s string) bool { ok, _ := path.Match(t, s); return ok }
+	default:
+		return nil, nil
+	}
+	set := map[string]bool{}
+	for g, hs := range inv.groups {
+		if match(g) {
+			for _, h := range hs {
+				set[h] = true
+			}
+		}
+	}
+	for _, h := range inv.hosts {
+		if match(h) {
+			set[h] = true
+		}
+	}
+	var out []string
+	for _, h := range inv.hosts {
+		if set[h] {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}

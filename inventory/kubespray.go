@@ -1,0 +1,74 @@
+package inventory
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"github.com/heatsible/heatsible/internal/topology"
+)
+
+// KubesprayConn is how kubespray reaches the nodes of one role: the SSH
+// user, and whether the request has their password (the inventory then
+// refers to it in the run's kubespray vars file).
+type KubesprayConn struct {
+	User     string
+	Password bool
+}
+
+// Kubespray is the inventory heatsible hands kubespray, in format:
+// kubespray's groups only (kube_control_plane, etcd, kube_node, calico_rr,
+// k8s_cluster), hosts named as heatsible names them (kubespray registers the
+// nodes under these names), connection settings inline because the file
+// lives outside the run bundle and its group_vars, and passwords only as
+// references to the run's kubespray vars file, which every kubespray run
+// gets with -e @. Nodes in without are left out (scale-in, heal of a node).
+func Kubespray(t *topology.Topology, master, worker KubesprayConn, without []string, format Format) ([]byte, error) {
+	type conn struct {
+		KubesprayConn
+		secret string
+	}
+	byRole := map[topology.Role]conn{
+		topology.RoleMaster: {master, "master_password"},
+		topology.RoleWorker: {worker, "worker_password"},
+	}
+	inv := &Inventory{}
+	var masters, workers []string
+	for _, n := range t.Nodes {
+		if slices.Contains(without, n.Name) || (n.Role != topology.RoleMaster && n.Role != topology.RoleWorker) {
+			continue
+		}
+		vars := []Var{{Name: "ansible_host", Value: n.SSHAddress}, {Name: "ip", Value: n.Address}, {Name: "access_ip", Value: n.Address}}
+		cn := byRole[n.Role]
+		if cn.User != "" {
+			vars = append(vars, Var{Name: "ansible_user", Value: cn.User})
+		}
+		if cn.Password {
+			ref := "{{ heatsible_secrets." + cn.secret + " }}"
+			vars = append(vars, Var{Name: "ansible_password", Value: ref}, Var{Name: "ansible_become_password", Value: ref})
+		}
+		inv.Hosts = append(inv.Hosts, Host{Name: n.Name, Vars: vars})
+		if n.Role == topology.RoleMaster {
+			masters = append(masters, n.Name)
+		} else {
+			workers = append(workers, n.Name)
+		}
+	}
+	inv.Groups = []Group{
+		{Name: GroupKubeControlPlane, Hosts: masters},
+		{Name: GroupEtcd, Hosts: masters},
+		{Name: GroupKubeNode, Hosts: workers},
+		{Name: GroupCalicoRR},
+		{Name: GroupK8sCluster, Children: []string{GroupKubeControlPlane, GroupKubeNode, GroupCalicoRR}},
+	}
+	var buf bytes.Buffer
+	if format == INI {
+		buf.WriteString("# Written by heatsible for kubespray; passwords are references to the run's 0600 vars file.\n")
+	} else {
+		buf.WriteString("---\n# Written by heatsible for kubespray; passwords are references to the run's 0600 vars file.\n")
+	}
+	if err := inv.Write(&buf, format); err != nil {
+		return nil, fmt.Errorf("writing the kubespray inventory: %w", err)
+	}
+	return buf.Bytes(), nil
+}
