@@ -240,8 +240,14 @@ func TestHealStorageServerCSI(t *testing.T) {
 	}
 	claim := fmt.Sprintf("csi-e2e-%d", time.Now().Unix())
 	t.Cleanup(func() {
-		b.try("master-0", "runuser", "-u", b.env["BED_USER"], "--", "kubectl", "delete", "pvc", "-n", "default", claim, "--ignore-not-found", "--wait=true")
-		b.try("master-0", "runuser", "-u", b.env["BED_USER"], "--", "kubectl", "delete", "pv", pv, "--ignore-not-found", "--wait=true")
+		// As root with admin.conf (kubectlArgv): the SSH user has no
+		// kubeconfig in kubespray's layout, and a claim left behind fails
+		// every later PV test on the bed ("3 PVs ..., want 2").
+		for _, args := range [][]string{{"delete", "pvc", "-n", "default", claim, "--ignore-not-found", "--wait=true"}, {"delete", "pv", pv, "--ignore-not-found", "--wait=true"}} {
+			if out, err := b.try("master-0", kubectlArgv(args...)...); err != nil {
+				t.Errorf("cleanup: kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+		}
 	})
 	if code, errs := run("instantiate-end"); code != 0 {
 		t.Fatalf("instantiate-end with a CSI PV: exit %d\n%s", code, tail(errs, 40))
