@@ -282,6 +282,28 @@ class Interface(unittest.TestCase):
         self.assertEqual(el.external_lb_said([]), [])
 
 
+class Alerts(unittest.TestCase):
+    """What a refusal quotes of haproxy -c's output."""
+
+    def result(self, out, err):
+        return {"rc": 1, "stdout": "\n".join(out), "stdout_lines": out, "stderr": "\n".join(err), "stderr_lines": err}
+
+    def test_many_alerts_first_two_and_the_verdict(self):
+        err = ["[NOTICE]   (1) : haproxy version is 2.6.12"] + [
+            "[ALERT]    (1) : config : [/tmp/x.cfg:%d] : 'server worker%d' : health checks require a port" % (40 + i, i)
+            for i in range(4)] + ["[ALERT]    (1) : config : Fatal errors found in configuration."]
+        self.assertEqual(hb.haproxy_alerts(self.result([], err)), [err[1], err[2], err[-1]])
+
+    def test_few_alerts_and_errors(self):
+        out = ["Configuration file has an error"]
+        err = ["[WARNING]  (1) : something", "[ALERT]    (1) : config : Fatal errors found in configuration."]
+        self.assertEqual(hb.haproxy_alerts(self.result(out, err)), [out[0], err[1]])
+
+    def test_nothing_recognisable_quotes_stderr(self):
+        self.assertEqual(hb.haproxy_alerts(self.result([], ["haproxy: not found"])), ["haproxy: not found"])
+        self.assertEqual(hb.haproxy_alerts({"stderr": "", "stdout_lines": [], "stderr_lines": []}), [""])
+
+
 class ScriptEnv(unittest.TestCase):
     def test_proxies_only_both(self):
         both = {"http_proxy": "http://p:3128", "https_proxy": "http://p:3129", "no_proxy": "10.0.0.0/8"}
