@@ -27,16 +27,13 @@ phase "go tests: every package but the end-to-end tests (internal/heat's real-He
 mapfile -t unit < <(go list ./... | grep -v '/internal/e2e$')
 go test -p 2 -count=1 -timeout 30m "${unit[@]}"
 
-phase "the roles' filter plugins (Python unit tests on recorded outputs of the real tools)"
+phase "the roles' filter plugins and host-side scripts (Python unit tests, roles/*/tests and roles/filter_tests)"
 make --no-print-directory role-tests
 
 phase "go end-to-end tests on the bed"
 # -v: each scenario logs its exit code, wall time and recap, so the CI log
 # is the record of what ran on the bed.
 go test -p 1 -count=1 -timeout 40m -v ./internal/e2e
-
-phase "roles: the filter plugins and host-side scripts (Python unit tests)"
-python3 -m unittest discover -s roles/filter_tests
 
 phase "contrib: the Tacker MgmtDriver shim (against a fake heatsible)"
 (cd contrib/tacker && python3 -m unittest -q test_shim test_vim test_kubeadm)

@@ -13,6 +13,7 @@ from helpers import load
 
 hb = load("external_lb", "filter_plugins/haproxy_backend.py")
 edit = hb.haproxy_backend_servers
+el = load("external_lb", "filter_plugins/external_lb.py")
 
 # Debian's default haproxy.cfg (abridged) followed by what a script of
 # Tacker's contract appends, in Tacker's format; plus an operator's comment
@@ -241,6 +242,66 @@ class RoleRoutes(unittest.TestCase):
         out = edit(out["content"], absent=routes, name_key="server")
         self.assertEqual(out["content"], TACKER)
         self.assertEqual(out["removed"], ["worker30"])
+
+
+def ran(args, lines, changed=False, check=False):
+    """A registered result of SCRIPT ARGS..., as the command module gives it."""
+    cmd = ["/usr/local/lib/heatsible/external_lb.sh"] + (["--check"] if check else []) + args
+    return {"cmd": cmd, "rc": 0, "stdout": "\n".join(lines), "stdout_lines": lines, "changed": changed}
+
+
+class Interface(unittest.TestCase):
+    """heatsible's script interface: a mutating command's last line is
+    "changed" or "unchanged" (tasks/heatsible.yml)."""
+
+    def test_kept(self):
+        results = [ran(["install"], ["haproxy installed", "changed"], True),
+                   ran(["add-route", "worker-1", "10.10.0.21"], ["unchanged"]),
+                   {"skipped": True, "changed": False}]
+        self.assertEqual(el.external_lb_broken(results), [])
+        self.assertEqual(el.external_lb_said(results), ["haproxy installed"])
+
+    def test_broken_names_the_command_and_its_last_line(self):
+        results = [ran(["add-route", "worker-1", "10.10.0.21"], ["route added"], True),
+                   ran(["remove-route", "worker-2"], [], check=True),
+                   ran(["install"], ["changed", "extra"])]
+        self.assertEqual(el.external_lb_broken(results), [
+            "add-route worker-1 10.10.0.21 -> route added",
+            "--check remove-route worker-2 -> (no output)",
+            "install -> extra",
+        ])
+
+    def test_a_skipped_command_is_not_judged(self):
+        self.assertEqual(el.external_lb_broken([{"skipped": True, "changed": False, "skip_reason": "x"}]), [])
+
+    def test_said_keeps_order_and_leaves_unchanged_out(self):
+        results = [ran(["add-route", "a", "10.0.0.1"], ["frontend a", "backend a", "changed"], True),
+                   ran(["add-route", "b", "10.0.0.2"], ["nothing", "unchanged"], False),
+                   ran(["remove-route", "c"], ["c gone", "changed"], True)]
+        self.assertEqual(el.external_lb_said(results), ["frontend a", "backend a", "c gone"])
+        self.assertEqual(el.external_lb_said([]), [])
+
+
+class Alerts(unittest.TestCase):
+    """What a refusal quotes of haproxy -c's output."""
+
+    def result(self, out, err):
+        return {"rc": 1, "stdout": "\n".join(out), "stdout_lines": out, "stderr": "\n".join(err), "stderr_lines": err}
+
+    def test_many_alerts_first_two_and_the_verdict(self):
+        err = ["[NOTICE]   (1) : haproxy version is 2.6.12"] + [
+            "[ALERT]    (1) : config : [/tmp/x.cfg:%d] : 'server worker%d' : health checks require a port" % (40 + i, i)
+            for i in range(4)] + ["[ALERT]    (1) : config : Fatal errors found in configuration."]
+        self.assertEqual(hb.haproxy_alerts(self.result([], err)), [err[1], err[2], err[-1]])
+
+    def test_few_alerts_and_errors(self):
+        out = ["Configuration file has an error"]
+        err = ["[WARNING]  (1) : something", "[ALERT]    (1) : config : Fatal errors found in configuration."]
+        self.assertEqual(hb.haproxy_alerts(self.result(out, err)), [out[0], err[1]])
+
+    def test_nothing_recognisable_quotes_stderr(self):
+        self.assertEqual(hb.haproxy_alerts(self.result([], ["haproxy: not found"])), ["haproxy: not found"])
+        self.assertEqual(hb.haproxy_alerts({"stderr": "", "stdout_lines": [], "stderr_lines": []}), [""])
 
 
 class ScriptEnv(unittest.TestCase):

@@ -12,6 +12,8 @@ haproxy_backend_servers(text, backend, present, absent)
     was (comments, blank lines, other sections, the masters' lines).
 tacker_script_env(proxy_env, env)
     the environment Tacker gives the script.
+haproxy_alerts(result)
+    what of `haproxy -c`'s output a refusal quotes.
 """
 
 import ipaddress
@@ -228,9 +230,25 @@ def tacker_script_env(proxy_env=None, env=None):
     return out
 
 
+def haproxy_alerts(result):
+    """The lines of a `haproxy -c -f FILE` result (registered: stdout and
+    stderr) that say why haproxy refuses the file: its ALERT lines (the
+    first two and the last, its verdict, when there are more than three:
+    haproxy prints one per refused server), else the lines that mention an
+    error, else stderr as it is."""
+    result = result or {}
+    lines = list(result.get("stdout_lines") or []) + list(result.get("stderr_lines") or [])
+    alerts = [line for line in lines if "ALERT" in line]
+    if len(alerts) > 3:
+        return _unsafe(alerts[:2] + alerts[-1:])
+    out = [line for line in lines if re.search("ALERT|rror", line)]
+    return _unsafe(out or [result.get("stderr", "")])
+
+
 class FilterModule(object):
     def filters(self):
         return {
             "haproxy_backend_servers": haproxy_backend_servers,
             "tacker_script_env": tacker_script_env,
+            "haproxy_alerts": haproxy_alerts,
         }

@@ -77,6 +77,19 @@ def nfs_server_kernel_options(client, mount_to):
     return opts
 
 
+def nfs_server_exports_lines(table):
+    """The lines of /etc/exports (exports(5)), one per export: its directory,
+    then each client as HOST(OPTIONS), options with mp= as
+    nfs_server_kernel_options gives them. No line break in them: the
+    template ends each line itself."""
+    out = []
+    for export in table or []:
+        clients = ['%s(%s)' % (c['to'], ','.join(nfs_server_kernel_options(c, export.get('mount_to'))))
+                   for c in export['clients']]
+        out.append(' '.join([export['dir']] + clients))
+    return out
+
+
 def nfs_server_unit_dropin(mount_points):
     """The drop-in both NFS server units get (tasks/converge.yml): they
     start only once the volumes that hold exports are mounted."""
@@ -417,6 +430,7 @@ class FilterModule(object):
             'nfs_server_unit_dropin': nfs_server_unit_dropin,
             'nfs_server_nfs_conf': nfs_server_nfs_conf,
             'nfs_server_kernel_options': nfs_server_kernel_options,
+            'nfs_server_exports_lines': nfs_server_exports_lines,
             'nfs_server_param_problems': nfs_server_param_problems,
             'nfs_server_state': nfs_server_state,
             'nfs_server_legacy_nfs_conf': nfs_server_legacy_nfs_conf,

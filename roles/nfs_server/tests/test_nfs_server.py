@@ -89,6 +89,45 @@ class Table(unittest.TestCase):
                          ['rw', 'mp=/other'])
 
 
+class Exports(unittest.TestCase):
+    """/etc/exports: one line per export, from nfs_server_exports_lines,
+    each ended by the template (templates/exports.j2), whatever blank
+    lines the template has or has not."""
+
+    TABLE = [
+        {'dir': '/volume/nfs/pv1', 'mount_to': '/volume', 'clients': [
+            {'to': '10.231.0.0/24', 'options': ['rw', 'sync']}, {'to': '10.231.0.11', 'options': ['ro']}]},
+        {'dir': '/srv/rec', 'mount_to': '', 'clients': [{'to': '*', 'options': ['rw', 'mp=/srv']}]},
+    ]
+    LINES = ['/volume/nfs/pv1 10.231.0.0/24(rw,sync,mp=/volume) 10.231.0.11(ro,mp=/volume)',
+             '/srv/rec *(rw,mp=/srv)']
+
+    def test_lines(self):
+        self.assertEqual(ns.nfs_server_exports_lines(self.TABLE), self.LINES)
+        self.assertEqual(ns.nfs_server_exports_lines([]), [])
+
+    def test_lines_of_the_table(self):
+        got = ns.nfs_server_exports_lines(table(RECORDED))
+        self.assertEqual(len(got), 3)
+        self.assertEqual(got[0], '/volume/nfs/pv1 10.231.0.0/24(%s,mp=/volume) 10.231.0.11(%s,mp=/volume)' % (DEFAULT, DEFAULT))
+        self.assertTrue(all('\n' not in line for line in got))
+
+    def test_template(self):
+        # Rendered as Ansible's template module and lookup do (trim_blocks).
+        try:
+            import jinja2
+        except ImportError:
+            self.skipTest('no jinja2')
+        with open(os.path.join(HERE, '..', 'templates', 'exports.j2')) as f:
+            src = f.read()
+        env = jinja2.Environment(trim_blocks=True, undefined=jinja2.StrictUndefined)
+        env.filters['nfs_server_exports_lines'] = ns.nfs_server_exports_lines
+        out = env.from_string(src).render(ansible_managed='Ansible managed', nfs_server_table=self.TABLE)
+        body = [line for line in out.split('\n') if not line.startswith('#')]
+        self.assertEqual(body, self.LINES + [''])
+        self.assertTrue(out.endswith('\n') and not out.endswith('\n\n'))
+
+
 class Files(unittest.TestCase):
     def test_dropin(self):
         d = ns.nfs_server_unit_dropin(['/volume', '/volume2'])
