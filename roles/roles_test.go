@@ -72,8 +72,20 @@ func TestAnsibleLint(t *testing.T) {
 	if _, err := exec.LookPath("ansible-lint"); err != nil {
 		t.Skip("ansible-lint is not on PATH (CI installs Debian's ansible-lint)")
 	}
-	// --offline: never install collections or roles from Galaxy.
-	run(t, ".", ansibleEnv(t), "ansible-lint", append(append([]string{"--offline", "--nocolor", "-p"}, Names...), Helpers...)...)
+	// As make lint runs it: the repository's .ansible-lint (production
+	// profile, strict, offline), every role, and the roles' filter plugins
+	// loaded (without them ansible-lint mocks the filters it cannot find
+	// and checks nothing behind them).
+	var dirs, filters []string
+	for _, r := range append(append([]string{}, Names...), Helpers...) {
+		dirs = append(dirs, "roles/"+r+"/")
+		if fi, err := os.Stat(filepath.Join(r, "filter_plugins")); err == nil && fi.IsDir() {
+			abs, _ := filepath.Abs(filepath.Join(r, "filter_plugins"))
+			filters = append(filters, abs)
+		}
+	}
+	env := append(ansibleEnv(t), "ANSIBLE_FILTER_PLUGINS="+strings.Join(filters, ":"))
+	run(t, "..", env, "ansible-lint", append([]string{"--nocolor", "-c", ".ansible-lint"}, dirs...)...)
 }
 
 const syntaxPlaybook = `---
