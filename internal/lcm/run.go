@@ -134,6 +134,7 @@ func runOp(ctx context.Context, o RunOptions, rec *state.Record) (_ *RunOutcome,
 	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased, Nodes: o.Nodes, Tags: o.Tags}
 	req := o.Request
 	t, files, err := load(ctx, op, req, o.PackageDir, o.Source, o.Version)
+	log.Debug("read the cluster and rendered the operation's files", "took", since(start))
 	if t != nil {
 		rec.Open(t.Cluster)
 	}
@@ -166,6 +167,7 @@ func runOp(ctx context.Context, o RunOptions, rec *state.Record) (_ *RunOutcome,
 	defer lock.Release()
 	defer trackLock(ctx, lock, t.Cluster)()
 
+	staging := time.Now()
 	b, err := ansible.NewBundle(ansible.BundleSpec{
 		Cluster:       t.Cluster,
 		Operation:     o.Operation,
@@ -186,6 +188,7 @@ func runOp(ctx context.Context, o RunOptions, rec *state.Record) (_ *RunOutcome,
 		return nil, fail.With(fail.Internal, fmt.Errorf("staging the run bundle: %w", err))
 	}
 	defer closeBundle(ctx, b, t.Cluster)()
+	log.Debug("staged the run bundle", "dir", b.Dir, "took", since(staging))
 
 	var runner ansible.Runner = ansible.LocalRunner{}
 	var fileOps ansible.FileOps = ansible.LocalRunner{}
@@ -197,21 +200,25 @@ func runOp(ctx context.Context, o RunOptions, rec *state.Record) (_ *RunOutcome,
 	removeLock := false
 	if sshCfg != nil {
 		sshCfg.Logger = log
+		dialed := time.Now()
 		client, err := remote.Dial(ctx, *sshCfg)
 		if err != nil {
 			return nil, fail.With(sshExit(err), fmt.Errorf("connecting to the Ansible host: %w", err))
 		}
 		defer client.Close()
+		log.Debug("connected to the Ansible host", "took", since(dialed))
 		remoteRunner = &ansible.RemoteRunner{Client: client, Logger: log}
 		runner, fileOps = remoteRunner, remoteRunner
 		// The cluster's lock on the Ansible host, for the whole remote
 		// run: the lock above cannot see another machine.
 		h := lock.Holder()
 		h.Record = rec.Dir()
+		locked := time.Now()
 		remoteLock, err = remoteRunner.Lock(ctx, t.Cluster, h, o.BreakLock)
 		if err != nil {
 			return nil, fail.With(lockExit(err), err)
 		}
+		log.Debug("took the cluster's lock on the Ansible host", "took", since(locked))
 		defer func() {
 			if err := releaseRemote(remoteLock, removeLock, *sshCfg, t.Cluster, o, log); err != nil {
 				if runErr != nil {
@@ -258,6 +265,9 @@ func runOp(ctx context.Context, o RunOptions, rec *state.Record) (_ *RunOutcome,
 	}
 	return out, nil
 }
+
+// since is the time from t to now, in milliseconds, for --debug's timings.
+func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }
 
 // finishVIM builds Tacker's Kubernetes VIM from what the k8s_vim role left,
 // teaches the record's masker its token, and says what was prepared (or
