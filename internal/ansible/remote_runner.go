@@ -60,6 +60,7 @@ func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts PlaybookOptions
 	if rr.Client == nil {
 		return nil, errors.New("remote ansible run: no ssh client")
 	}
+	started := time.Now()
 	c := rr.Client
 	log := rr.log()
 	// The cluster's lock on the Ansible host: the caller's (lcm holds it
@@ -108,6 +109,8 @@ func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts PlaybookOptions
 		log.Debug("removed staging directory", "host", c.Address(), "dir", stage)
 	}()
 
+	log.Debug("made the staging directory", "host", c.Address(), "dir", stage, "took", time.Since(started).Round(time.Millisecond))
+	uploading := time.Now()
 	if err := c.Upload(ctx, b.Dir, stage); err != nil {
 		return nil, fmt.Errorf("uploading the ansible bundle to %s: %w", c.Address(), err)
 	}
@@ -115,6 +118,7 @@ func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts PlaybookOptions
 	if err := c.WriteFile(ctx, stage+"/"+ConfigFile, b.Config(stage), 0o644); err != nil {
 		return nil, err
 	}
+	log.Debug("uploaded the run bundle", "host", c.Address(), "took", time.Since(uploading).Round(time.Millisecond))
 
 	argv, err := Command(b, stage, opts)
 	if err != nil {

@@ -325,8 +325,8 @@ func TestCleanupStaleSparesUploads(t *testing.T) {
 
 	spec := probeSpec(t, t.TempDir(), map[string]string{"node-a": ""})
 	spec.Cluster = "a-b"
-	// Big enough to catch its upload (after the marker, before
-	// secrets.yml) and stop it there: the process writing it on the
+	// Big enough to catch its upload (after the marker, before the
+	// blob's end) and stop it there: the process writing it on the
 	// "Ansible host" (sshd's sftp session, here) is stopped while the
 	// cleanups run.
 	spec.Files = map[string][]byte{"big/blob": make([]byte, 64<<20)}
@@ -374,7 +374,10 @@ func TestCleanupStaleSparesUploads(t *testing.T) {
 			t.Errorf("CleanupStale(%s) during a-b's upload: removed %v, %v; want nothing", cluster, removed, err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(stage, SecretsFile)); err == nil {
+	// Upload copies several files at once, so secrets.yml may be there
+	// already; the blob, stopped mid-way, tells that the upload was not
+	// done.
+	if st, err := os.Stat(filepath.Join(stage, "big", "blob")); err != nil || st.Size() == 64<<20 {
 		t.Fatalf("the upload ended before the cleanups did; the test proved nothing")
 	}
 	cont()

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/pkg/sftp"
+	"golang.org/x/sync/errgroup"
 )
 
 // Upload copies the tree localDir into remoteDir over SFTP, keeping file
@@ -62,12 +63,21 @@ func (c *Client) Upload(ctx context.Context, localDir, remoteDir string) error {
 		return wrap("chmod 0700", err)
 	}
 
-	return filepath.WalkDir(root, func(p string, d fs.DirEntry, werr error) error {
+	// Directories and symlinks are made in the walk's order (a parent
+	// before its children); files are copied uploadWorkers at a time once
+	// their directory is there: each file costs four round trips (open,
+	// chmod, write, close), and a run bundle has a hundred of them.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(uploadWorkers)
+	werr := filepath.WalkDir(root, func(p string, d fs.DirEntry, werr error) error {
 		if werr != nil {
 			return werr
 		}
-		if err := ctx.Err(); err != nil {
-			return wrap("walking", err)
+		if err := gctx.Err(); err != nil {
+			if ctx.Err() != nil {
+				return wrap("walking", err)
+			}
+			return nil // a copy failed: g.Wait says which
 		}
 		rel, err := filepath.Rel(root, p)
 		if err != nil {
@@ -102,15 +112,27 @@ func (c *Client) Upload(ctx context.Context, localDir, remoteDir string) error {
 				return wrap("creating symlink "+rel, err)
 			}
 		case mode.IsRegular():
-			if err := uploadFile(sc, p, dst, mode.Perm()); err != nil {
-				return wrap("copying "+rel, err)
-			}
+			g.Go(func() error {
+				if err := uploadFile(sc, p, dst, mode.Perm()); err != nil {
+					return wrap("copying "+rel, err)
+				}
+				return nil
+			})
 		default:
 			return fmt.Errorf("uploading %s: %s is not a regular file, directory or symlink", localDir, rel)
 		}
 		return nil
 	})
+	// Every copy has ended before sc is closed, also when the walk failed.
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return werr
 }
+
+// uploadWorkers is how many files Upload copies at once over its one SFTP
+// session.
+const uploadWorkers = 8
 
 // uploadFile creates dst, narrows its mode BEFORE writing the content, then
 // copies.
