@@ -276,3 +276,42 @@ func TestNoCompiledPython(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestShellJSONEncoderIsOne: the host-side probes print JSON with the same
+// shell function j() (a script sent with raw cannot source another file,
+// and each role must work on its own, so each script carries it). It is
+// what keeps a hostile path or blkid value a JSON string: a fix to one
+// copy must reach them all.
+func TestShellJSONEncoderIsOne(t *testing.T) {
+	scripts, err := fs.Glob(FS, "*/files/*.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first, firstName string
+	n := 0
+	for _, s := range scripts {
+		data, err := fs.ReadFile(FS, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(data)
+		i := strings.Index(text, "\nj() {\n")
+		if i < 0 {
+			continue
+		}
+		end := strings.Index(text[i:], "\n}\n")
+		if end < 0 {
+			t.Fatalf("%s: j() has no closing brace at the start of a line", s)
+		}
+		body := text[i : i+end+3]
+		n++
+		if first == "" {
+			first, firstName = body, s
+		} else if body != first {
+			t.Errorf("%s's j() differs from %s's: copy the one that is right to both", s, firstName)
+		}
+	}
+	if n < 3 {
+		t.Errorf("found j() in %d scripts, want the 3 probes (cinder_volume probe.sh, nfs_server state.sh and verify.sh)", n)
+	}
+}
