@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,30 +124,10 @@ func (b *bed) kubeadmStandIn(t *testing.T, hosts ...string) {
 // kubeadmRecords are the stand-in's records on host with a seq above after.
 func (b *bed) kubeadmRecords(t *testing.T, host string, after int) []kubeadmRecord {
 	t.Helper()
-	out := b.exec(t, host, "sh", "-c", "for f in /var/lib/kubeadm-stand-in/records/[0-9]*.json; do [ -f \"$f\" ] && cat \"$f\"; done; true")
-	var recs []kubeadmRecord
-	dec := json.NewDecoder(strings.NewReader(out))
-	for {
-		var r kubeadmRecord
-		if err := dec.Decode(&r); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("kubeadm stand-in records on %s: %v\n%s", host, err, out)
-		}
-		if r.Seq > after {
-			recs = append(recs, r)
-		}
-	}
-	slices.SortFunc(recs, func(a, b kubeadmRecord) int { return a.Seq - b.Seq })
-	return recs
+	return standInRecords[kubeadmRecord](t, b, host, "/var/lib/kubeadm-stand-in/records", after)
 }
 
-func lastKubeadmSeq(recs []kubeadmRecord) int {
-	if len(recs) == 0 {
-		return 0
-	}
-	return recs[len(recs)-1].Seq
-}
+func (r kubeadmRecord) seq() int { return r.Seq }
 
 // commandsOf lists the kubeadm commands of recs with their exit codes, but
 // "version" (heatsible's read-only probe asks it on every host it looks at).
@@ -390,22 +369,7 @@ func (b *bed) runKubeadm(t *testing.T, state, op string, extra ...string) (code 
 // result of a task whose name ends with task.
 func ranTask(t *testing.T, state, op, task string) bool {
 	t.Helper()
-	logs, _ := filepath.Glob(filepath.Join(state, "runs", "*", "*-"+op, "run.log"))
-	if len(logs) == 0 {
-		t.Fatalf("no run record for %s under %s", op, state)
-	}
-	slices.Sort(logs)
-	data, err := os.ReadFile(logs[len(logs)-1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		var e struct{ Task, Status string }
-		if json.Unmarshal([]byte(l), &e) == nil && strings.HasSuffix(e.Task, task) && e.Status != "" && e.Status != "skipped" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(taskStatuses(t, state, op, task), func(s string) bool { return s != "skipped" })
 }
 
 // TestKubeadmStandInWorkerHeal: a cluster built by Tacker's kubeadm scripts
@@ -438,8 +402,8 @@ func TestKubeadmStandInWorkerHeal(t *testing.T) {
 	t.Logf("healing %s (server %s), Node worker20", victim.Name, victim.ServerID)
 	state := t.TempDir()
 	outputs := map[string]string{}
-	mseq := lastKubeadmSeq(b.kubeadmRecords(t, "master-0", 0))
-	wseq := lastKubeadmSeq(b.kubeadmRecords(t, "worker-0", 0))
+	mseq := lastRecordSeq(b.kubeadmRecords(t, "master-0", 0))
+	wseq := lastRecordSeq(b.kubeadmRecords(t, "worker-0", 0))
 
 	// heal-start of a dead VM (its sshd stopped, the usual reason to heal):
 	// the other worker, booted from the same image, shows that its
@@ -558,7 +522,7 @@ func TestKubeadmStandInWorkerHeal(t *testing.T) {
 	if r := parseRun(t, out); r.Changed != 0 {
 		t.Errorf("second heal-end changed %d things, want 0", r.Changed)
 	}
-	if got := commandsOf(b.kubeadmRecords(t, "master-0", lastKubeadmSeq(mrecs))); got != "" {
+	if got := commandsOf(b.kubeadmRecords(t, "master-0", lastRecordSeq(mrecs))); got != "" {
 		t.Errorf("second heal-end ran kubeadm on master-0: %s", got)
 	}
 	b.noTokenAnywhere(t, state, outputs, "worker-0", "master-0")
@@ -591,7 +555,7 @@ func TestKubeadmStandInScaleOutAndIn(t *testing.T) {
 		t.Fatalf("after the scale-out Heat has no member at %s: %+v", spareIP, n)
 	}
 	state := t.TempDir()
-	seq := lastKubeadmSeq(b.kubeadmRecords(t, spare, 0))
+	seq := lastRecordSeq(b.kubeadmRecords(t, spare, 0))
 	code, out, errs := b.runKubeadm(t, state, "scale-end", "--nodes", n.MemberStackID)
 	if code != 0 {
 		t.Fatalf("scale-end: exit %d\n%s", code, tail(errs, 60))

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -39,30 +38,43 @@ type ksRecord struct {
 // ksRecords returns the stand-in's records with a sequence number above after.
 func (b *bed) ksRecords(t *testing.T, after int) []ksRecord {
 	t.Helper()
-	dir := b.env["BED_KUBESPRAY_ROOT"] + "/records"
-	out := b.exec(t, "ansible", "sh", "-c", "for f in "+dir+"/[0-9]*.json; do [ -f \"$f\" ] && cat \"$f\"; done; true")
-	var recs []ksRecord
+	return standInRecords[ksRecord](t, b, "ansible", b.env["BED_KUBESPRAY_ROOT"]+"/records", after)
+}
+
+// seqRecord is a stand-in's record (kubespray's, kubeadm's): one JSON file
+// per call, numbered.
+type seqRecord interface{ seq() int }
+
+func (r ksRecord) seq() int { return r.Seq }
+
+// standInRecords reads the records a stand-in left in dir on host, those
+// with a seq above after, in seq order.
+func standInRecords[R seqRecord](t *testing.T, b *bed, host, dir string, after int) []R {
+	t.Helper()
+	out := b.exec(t, host, "sh", "-c", "for f in "+dir+"/[0-9]*.json; do [ -f \"$f\" ] && cat \"$f\"; done; true")
+	var recs []R
 	dec := json.NewDecoder(strings.NewReader(out))
 	for {
-		var r ksRecord
+		var r R
 		if err := dec.Decode(&r); err == io.EOF {
 			break
 		} else if err != nil {
-			t.Fatalf("stand-in records: %v\n%s", err, out)
+			t.Fatalf("stand-in records in %s on %s: %v\n%s", dir, host, err, out)
 		}
-		if r.Seq > after {
+		if r.seq() > after {
 			recs = append(recs, r)
 		}
 	}
-	slices.SortFunc(recs, func(a, b ksRecord) int { return a.Seq - b.Seq })
+	slices.SortFunc(recs, func(a, b R) int { return a.seq() - b.seq() })
 	return recs
 }
 
-func lastSeq(recs []ksRecord) int {
+// lastRecordSeq is the seq of the newest of recs (0: none).
+func lastRecordSeq[R seqRecord](recs []R) int {
 	if len(recs) == 0 {
 		return 0
 	}
-	return recs[len(recs)-1].Seq
+	return recs[len(recs)-1].seq()
 }
 
 func playbooksOf(recs []ksRecord) string {
@@ -216,28 +228,7 @@ func (b *bed) removeNFSClient(t *testing.T, host string) {
 // master: the k8s_node drain task changed something (cordoned the node).
 func drained(t *testing.T, state, op string) bool {
 	t.Helper()
-	logs, _ := filepath.Glob(filepath.Join(state, "runs", "*", "*-"+op, "run.log"))
-	if len(logs) == 0 {
-		t.Fatalf("no run record for %s under %s", op, state)
-	}
-	slices.Sort(logs)
-	f, err := os.Open(logs[len(logs)-1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var l struct{ Task, Status string }
-		if json.Unmarshal(sc.Bytes(), &l) != nil {
-			continue
-		}
-		if strings.HasSuffix(l.Task, "Drain the nodes") && l.Status == "changed" {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(taskStatuses(t, state, op, "Drain the nodes"), "changed")
 }
 
 // TestKubesprayStandInScaleAndHeal: with the kubespray stand-in and the
@@ -259,14 +250,14 @@ func TestKubesprayStandInScaleAndHeal(t *testing.T) {
 	}
 	ks := b.env["BED_KUBESPRAY_ROOT"]
 	state := t.TempDir()
-	seq := lastSeq(b.ksRecords(t, 0))
+	seq := lastRecordSeq(b.ksRecords(t, 0))
 
 	// 1. instantiate-end: cluster.yml from the kubespray root.
 	start := b.topology(t)
 	workers := workersOf(start)
 	b.ksRun(t, state, "instantiate-end")
 	recs := b.ksRecords(t, seq)
-	seq = lastSeq(recs)
+	seq = lastRecordSeq(recs)
 	if got := playbooksOf(recs); got != "cluster.yml(-)" {
 		t.Fatalf("instantiate-end ran the stand-in's %s, want cluster.yml once, without --limit", got)
 	}
@@ -311,7 +302,7 @@ func TestKubesprayStandInScaleAndHeal(t *testing.T) {
 	newNode := n.Name
 	b.ksRun(t, state, "scale-end", "--nodes", n.MemberStackID)
 	recs = b.ksRecords(t, seq)
-	seq = lastSeq(recs)
+	seq = lastRecordSeq(recs)
 	if got, want := playbooksOf(recs), "facts.yml(-) scale.yml("+newNode+")"; got != want {
 		t.Errorf("scale-end ran the stand-in's %s, want %s", got, want)
 	}
@@ -340,7 +331,7 @@ func TestKubesprayStandInScaleAndHeal(t *testing.T) {
 		t.Errorf("scale-start did not drain %s (no changed drain task in its run.log)", newNode)
 	}
 	recs = b.ksRecords(t, seq)
-	seq = lastSeq(recs)
+	seq = lastRecordSeq(recs)
 	if got := playbooksOf(recs); got != "remove-node.yml(-)" {
 		t.Fatalf("scale-start ran the stand-in's %s, want remove-node.yml", got)
 	}
@@ -376,7 +367,7 @@ func TestKubesprayStandInScaleAndHeal(t *testing.T) {
 		t.Errorf("heal-start did not drain %s", victim.Name)
 	}
 	recs = b.ksRecords(t, seq)
-	seq = lastSeq(recs)
+	seq = lastRecordSeq(recs)
 	if got := playbooksOf(recs); got != "remove-node.yml(-)" {
 		t.Fatalf("heal-start ran the stand-in's %s, want remove-node.yml", got)
 	}

@@ -103,8 +103,8 @@ func lbHost(r runResult) string {
 }
 
 // taskStatuses are the result statuses (changed, ok, skipped, failed) of
-// the task whose name ends with suffix in the last run record of op under
-// state.
+// the task whose name ends with suffix in the newest run record (run.log)
+// of op under state, one per host and loop item.
 func taskStatuses(t *testing.T, state, op, suffix string) []string {
 	t.Helper()
 	logs, _ := filepath.Glob(filepath.Join(state, "runs", "*", "*-"+op, "run.log"))

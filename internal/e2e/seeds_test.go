@@ -117,7 +117,7 @@ func TestKubesprayStandInVars(t *testing.T) {
 	})
 
 	nodes := b.topology(t)
-	seq := lastSeq(b.ksRecords(t, 0))
+	seq := lastRecordSeq(b.ksRecords(t, 0))
 	state := t.TempDir()
 	args := []string{"-o", "json", "-v", "run", "instantiate-end", "--request", reqFile, "--package", filepath.Join(b.dir, "package"),
 		"--stack", b.env["HEATSIBLE_STACK"], "--known-hosts", filepath.Join(b.dir, "known_hosts")}
