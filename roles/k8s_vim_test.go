@@ -172,6 +172,29 @@ func (r vimRoleRun) noToken(t *testing.T) {
 	}
 }
 
+// readVIMInfo reads the role's info file: its string fields, and
+// "applied" (kubectl apply's lines) as its first line.
+func readVIMInfo(t *testing.T, path string) map[string]string {
+	t.Helper()
+	var raw map[string]any
+	b, _ := os.ReadFile(path)
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatalf("info file is not JSON: %v", err)
+	}
+	info := map[string]string{}
+	for k, v := range raw {
+		switch v := v.(type) {
+		case string:
+			info[k] = v
+		case []any:
+			if len(v) > 0 {
+				info[k], _ = v[0].(string)
+			}
+		}
+	}
+	return info
+}
+
 // TestK8sVIMRole: the first run creates the ServiceAccount, its
 // ClusterRoleBinding to cluster-admin and the token Secret (annotated for
 // it), waits for the token controller and writes the token, the CA, the
@@ -255,10 +278,9 @@ func TestK8sVIMRole(t *testing.T) {
 		if err != nil || st.Mode().Perm() != 0o600 {
 			t.Fatalf("info file: %v %v, want mode 0600", st, err)
 		}
-		var info map[string]string
-		b, _ = os.ReadFile(r.info)
-		if err := json.Unmarshal(b, &info); err != nil {
-			t.Fatalf("info file is not JSON: %v", err)
+		info := readVIMInfo(t, r.info)
+		if info["applied"] != "serviceaccount/heatsible-tacker-vim created" {
+			t.Errorf("info applied %q, want kubectl apply's first line", info["applied"])
 		}
 		if tok, _ := base64.StdEncoding.DecodeString(info["token"]); string(tok) != vimTestToken {
 			t.Errorf("info token %q", info["token"])
@@ -293,9 +315,7 @@ func TestK8sVIMRole(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("exit %d\n%s", r.code, r.out)
 		}
-		var info map[string]string
-		b, _ := os.ReadFile(r.info)
-		_ = json.Unmarshal(b, &info)
+		info := readVIMInfo(t, r.info)
 		if info["cert_from"] != "127.0.0.1:"+port || !strings.HasPrefix(info["cert_error"], "127.0.0.3:"+port+": ") || info["serving_cert"] != leaf {
 			t.Errorf("info %+v", info)
 		}
@@ -327,4 +347,166 @@ func TestK8sVIMRole(t *testing.T) {
 			t.Errorf("applied with the API server down:\n%s", calls)
 		}
 	})
+}
+
+// TestControllerFileAction: heatsible_controller_file (k8s_vim's action
+// plugin) writes the content literally to a new 0600 file on the
+// controller; a file or a symlink already at dest is replaced, never
+// followed or reused; check mode writes nothing; a bad dest fails (no_log
+// hides why) without showing the content.
+func TestControllerFileAction(t *testing.T) {
+	if _, err := exec.LookPath("ansible-playbook"); err != nil {
+		t.Skip("ansible-playbook is not on PATH (CI installs Debian's ansible)")
+	}
+	role, err := filepath.Abs("k8s_vim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secret = `tok-{{ 7*7 }}-{% raw %}-'"\-$HOME-é`
+	play := func(t *testing.T, dest string, check bool) (string, error) {
+		dir := t.TempDir()
+		vars, _ := json.Marshal(map[string]string{"d": dest})
+		lit := "!unsafe '" + strings.ReplaceAll(secret, "'", "''") + "'"
+		site := "- hosts: localhost\n  gather_facts: false\n  vars:\n    s: " + lit + "\n  tasks:\n" +
+			"    - heatsible_controller_file:\n        content: \"{{ s }}\"\n        dest: \"{{ d }}\"\n      no_log: true\n" +
+			"    - heatsible_controller_file:\n        content: \"{{ {'token': s} | to_json }}\"\n        dest: \"{{ d }}.json\"\n      no_log: true\n"
+		if err := os.WriteFile(filepath.Join(dir, "site.yml"), []byte(site), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"-i", "localhost,", "-c", "local", "-e", string(vars), "site.yml"}
+		if check {
+			args = append(args, "--check")
+		}
+		cmd := exec.Command("ansible-playbook", args...)
+		cmd.Dir = dir
+		cmd.Env = append(ansibleEnv(t), "ANSIBLE_ACTION_PLUGINS="+filepath.Join(role, "action_plugins"),
+			"ANSIBLE_LIBRARY="+filepath.Join(role, "library"), "ANSIBLE_LOCALHOST_WARNING=false")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	dir := t.TempDir()
+	dest := filepath.Join(dir, "vim-info")
+	other := filepath.Join(dir, "other")
+	if err := os.WriteFile(other, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, dest); err != nil { // a symlink at dest: replaced, not followed
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dest+".json", []byte("old"), 0o644); err != nil { // an old file: its mode is not kept
+		t.Fatal(err)
+	}
+
+	if out, err := play(t, dest, true); err != nil || strings.Contains(out, "tok-") {
+		t.Fatalf("check mode: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(dest + ".json"); string(b) != "old" {
+		t.Errorf("check mode wrote %s.json: %q", dest, b)
+	}
+
+	out, err := play(t, dest, false)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if strings.Contains(out, "tok-") {
+		t.Errorf("the output holds the content:\n%s", out)
+	}
+	for _, f := range []string{dest, dest + ".json"} {
+		st, err := os.Lstat(f)
+		if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v, want a regular file with mode 0600", f, st.Mode(), err)
+		}
+	}
+	if b, _ := os.ReadFile(dest); string(b) != secret {
+		t.Errorf("content %q, want %q", b, secret)
+	}
+	var got map[string]string
+	if b, _ := os.ReadFile(dest + ".json"); json.Unmarshal(b, &got) != nil || got["token"] != secret {
+		t.Errorf("JSON content %q", b)
+	}
+	if b, _ := os.ReadFile(other); string(b) != "keep" {
+		t.Errorf("the symlink's target was written: %q", b)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".vim-info*")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+
+	out, err = play(t, filepath.Join(dir, "no-such-dir", "f"), false)
+	if err == nil || strings.Contains(out, "tok-") {
+		t.Errorf("a dest in a missing directory: %v, want a failure that does not show the content\n%s", err, out)
+	}
+}
+
+// TestKubeconfigLookedUpOncePerRun: two roles on the same master in one
+// run (pv_register then k8s_vim in instantiate-end) import the kubeconfig
+// role; the second reuses what the first found (one probe, one report),
+// and a lookup that finds nothing still fails the first play.
+func TestKubeconfigLookedUpOncePerRun(t *testing.T) {
+	if _, err := exec.LookPath("ansible-playbook"); err != nil {
+		t.Skip("ansible-playbook is not on PATH (CI installs Debian's ansible)")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the kubeconfig role's probe runs through become")
+	}
+	roles, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		kubeconfig bool
+		code       int
+		probes     int
+	}{
+		{"found: one probe for two plays", true, 0, 1},
+		{"missing: the first play fails", false, 2, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			kubectl, kubeconfig := filepath.Join(dir, "kubectl"), filepath.Join(dir, "admin.conf")
+			if err := os.WriteFile(kubectl, []byte("#!/bin/sh\nexit 0\n"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if tc.kubeconfig {
+				if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			play := "- hosts: localhost\n  gather_facts: false\n  roles: [kubeconfig]\n"
+			site := play + play + "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - debug:\n        msg: \"second play reads {{ kubeconfig_found.path }}\"\n"
+			if err := os.WriteFile(filepath.Join(dir, "site.yml"), []byte(site), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ev, _ := json.Marshal(map[string]string{"kubectl_bin": kubectl, "kubectl_kubeconfig": kubeconfig})
+			cmd := exec.Command("ansible-playbook", "-i", "localhost,", "-c", "local", "-e", string(ev), "site.yml")
+			cmd.Dir = dir
+			cmd.Env = append(ansibleEnv(t), "ANSIBLE_ROLES_PATH="+roles, "ANSIBLE_LOCALHOST_WARNING=false",
+				"ANSIBLE_STDOUT_CALLBACK=ansible.posix.jsonl")
+			out, err := cmd.CombinedOutput()
+			code := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			probes := 0
+			for _, l := range strings.Split(string(out), "\n") {
+				if strings.Contains(l, "Look for the admin kubeconfig") &&
+					(strings.Contains(l, `"v2_runner_on_ok"`) || strings.Contains(l, `"v2_runner_on_failed"`)) {
+					probes++
+				}
+			}
+			if code != tc.code || probes != tc.probes {
+				t.Fatalf("exit %d, %d probes; want %d, %d\n%s", code, probes, tc.code, tc.probes, out)
+			}
+			if tc.kubeconfig && !strings.Contains(string(out), "second play reads "+kubeconfig) {
+				t.Errorf("the later play does not have kubeconfig_found:\n%s", out)
+			}
+			if !tc.kubeconfig && !strings.Contains(string(out), kubeconfig+" (missing). Nothing was changed.") {
+				t.Errorf("no failure message naming the kubeconfig:\n%s", out)
+			}
+		})
+	}
 }

@@ -165,7 +165,8 @@ func checkVIMHost(e VIMEndpoint) error {
 }
 
 // vimInfo is what the k8s_vim role leaves in VIMInfoFile (its
-// files/vim_read.py documents each field).
+// files/vim.py documents each field; it also holds "applied", kubectl
+// apply's lines, which heatsible does not read).
 type vimInfo struct {
 	Server            string `json:"server"`
 	Kubeconfig        string `json:"kubeconfig"`

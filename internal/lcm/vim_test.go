@@ -161,7 +161,7 @@ func TestVIMEndpoint(t *testing.T) {
 
 const testToken = "eyJhbGciOiJSUzI1NiIsImtpZCI6InRlc3QifQ.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6a3ViZS1zeXN0ZW06aGVhdHNpYmxlLXRhY2tlci12aW0ifQ.c2lnbmF0dXJl"
 
-// vimInfoJSON is the role's VIM info as vim_read.py writes it.
+// vimInfoJSON is the role's VIM info as files/vim.py writes it.
 func vimInfoJSON(t testing.TB, token string, ca, serving []byte, server, certFrom, certErr string) []byte {
 	t.Helper()
 	b, err := json.Marshal(vimInfo{
