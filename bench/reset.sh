@@ -4,7 +4,7 @@
 # run. Used by bench/bed.sh before every first run. It undoes what
 # instantiate-end leaves (docs/testbed.md describes the fresh state), so that
 # a first run after it changes the same tasks as one on hosts `bed up` has
-# just created (15 at the default shape and at N = 8):
+# just created (15 tasks at the default shape, 2026-11-24):
 #
 #   storage:  nfs-ganesha stopped and disabled, /etc/ganesha/ganesha.conf back
 #             to the base image's file, nfs-server stopped; every volume of the
@@ -37,11 +37,13 @@
 # What it cannot put back as a new host has it: the volume gets a new file
 # system UUID on the next run (a new volume would too), its blocks are not
 # zeroed (only the signatures); the kernel is the machine's, shared by every
-# host (no nfsd; lockd's ports, if statd could set them, stay as set); the
-# storage host's journal, its uptime and systemd's memory of the units it
-# ran (e.g. their last exit status) stay; the cluster's other objects (the
-# API server and etcd are not re-created either); the Ansible host's caches.
-# None of these is something instantiate-end looks at.
+# host, with no nfsd and no lockd (statd's pinned lockd ports go nowhere on
+# the bed: /proc/sys/fs/nfs is absent, rpc.statd says so in the journal;
+# ganesha serves NLM itself); the storage host's journal, its uptime and
+# systemd's memory of the units it ran (e.g. their last exit status) stay;
+# the cluster's other objects (the API server and etcd are not re-created
+# either); the Ansible host's caches. None of these is something
+# instantiate-end looks at.
 #
 # Recreating the hosts (bed down/up) would do the same and more slowly; the
 # host keys, users and base image stay as they are here.
