@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # reset.sh - put a running bed back to "instantiate-end never ran", in place,
 # so that the next run of heatsible or of bench/baseline.sh is a real first
-# run. Used by bench/bed.sh before every first run. It undoes exactly what
-# instantiate-end does (docs/testbed.md describes the fresh state):
+# run. Used by bench/bed.sh before every first run. It undoes what
+# instantiate-end leaves (docs/testbed.md describes the fresh state), so that
+# a first run after it changes the same tasks as one on hosts `bed up` has
+# just created (15 tasks at the default shape, 2026-11-24):
 #
 #   storage:  nfs-ganesha stopped and disabled, /etc/ganesha/ganesha.conf back
 #             to the base image's file, nfs-server stopped; every volume of the
@@ -10,7 +12,19 @@
 #             wiped (wipefs -a: the bed's volumes hold only what the benchmark
 #             wrote) and its mount point removed - the volume is blank again,
 #             as a new Cinder volume is, so the first run formats it;
-#   k8s:      the request's PersistentVolumes deleted;
+#             nfs_server's files removed: the unit drop-ins
+#             /etc/systemd/system/{nfs-server,nfs-ganesha}.service.d/
+#             heatsible-mounts.conf (and their directories, which the base
+#             image does not have), /etc/nfs.conf.d/heatsible.conf (the pinned
+#             NFSv3 ports; the directory is the base image's) and the pending
+#             mark /var/lib/heatsible/nfs_server.pending; cinder_volume's
+#             record /var/lib/heatsible/volumes.json and the directory (not in
+#             the base image); then `systemctl daemon-reload` and rpc.statd
+#             stopped (nfs-ganesha-lock and rpc-statd: neither runs on a new
+#             host), so no daemon keeps the pinned ports;
+#   k8s:      the request's PersistentVolumes deleted, and Tacker's VIM
+#             objects (roles/k8s_vim): ClusterRoleBinding heatsible-tacker-vim,
+#             Secret and ServiceAccount kube-system/heatsible-tacker-vim(-token);
 #   ansible:  Ansible's persisted SSH masters closed (ssh -O exit on each
 #             control socket), so the next run opens its own connections;
 #   masters and workers: with BENCH_PURGE_CLIENT=1, nfs-common purged (the
@@ -19,6 +33,17 @@
 #             neither heatsible nor the baseline runs apt-get update, which
 #             would reach the Debian mirror through the bed's apt-cacher-ng:
 #             both then install the one .deb from the proxy's cache.
+#
+# What it cannot put back as a new host has it: the volume gets a new file
+# system UUID on the next run (a new volume would too), its blocks are not
+# zeroed (only the signatures); the kernel is the machine's, shared by every
+# host, with no nfsd and no lockd (statd's pinned lockd ports go nowhere on
+# the bed: /proc/sys/fs/nfs is absent, rpc.statd says so in the journal;
+# ganesha serves NLM itself); the storage host's journal, its uptime and
+# systemd's memory of the units it ran (e.g. their last exit status) stay;
+# the cluster's other objects (the API server and etcd are not re-created
+# either); the Ansible host's caches. None of these is something
+# instantiate-end looks at.
 #
 # Recreating the hosts (bed down/up) would do the same and more slowly; the
 # host keys, users and base image stay as they are here.
@@ -41,13 +66,18 @@ pvs=$(for p in $(jq -r '(.additionalParams // .).k8s_cluster_installation_param.
 
 # k8s first: a PV must not outlive its export (kubectl on master-0, as root,
 # with the admin kubeconfig of any layout the bed gives master-0: kubespray's
-# root-only files, or kubeadm's admin.conf and the user's ~/.kube/config)
-if [ -n "$pvs" ]; then
-  # shellcheck disable=SC2016,SC2086
-  "$BED" exec master-0 -- sh -c 'for k in /etc/kubernetes/admin.conf /root/.kube/config /home/*/.kube/config; do
-      [ -f "$k" ] && exec kubectl --kubeconfig "$k" delete pv --ignore-not-found --wait=true --timeout=60s "$@"; done
-    echo "reset: no admin kubeconfig on master-0" >&2; exit 1' sh $pvs >/dev/null
-fi
+# root-only files, or kubeadm's admin.conf and the user's ~/.kube/config).
+# Then the VIM's objects (names: roles/k8s_vim/defaults, internal/lcm/vim.go).
+# shellcheck disable=SC2016,SC2086
+"$BED" exec master-0 -- sh -c 'for k in /etc/kubernetes/admin.conf /root/.kube/config /home/*/.kube/config; do
+    [ -f "$k" ] || continue
+    k() { kubectl --kubeconfig "$k" "$@" --ignore-not-found --wait=true --timeout=60s; }
+    [ $# -eq 0 ] || k delete pv "$@" || exit
+    k delete clusterrolebinding heatsible-tacker-vim || exit
+    k -n kube-system delete secret heatsible-tacker-vim-token || exit
+    k -n kube-system delete serviceaccount heatsible-tacker-vim; exit
+  done
+  echo "reset: no admin kubeconfig on master-0" >&2; exit 1' sh $pvs >/dev/null
 
 # storage
 {
@@ -62,6 +92,17 @@ awk -v m="$m" '\''$1 ~ /^#/ || $2 != m'\'' /etc/fstab > /etc/fstab.reset && cat 
 [ -z "$dev" ] || wipefs -q -a "$dev"
 rmdir "$m" 2>/dev/null || true'
   done
+  # nfs_server's and cinder_volume's files (roles/*/defaults, vars): the
+  # drop-ins, the ports, the pending mark, the volumes' record; a directory
+  # the base image lacks goes too (when empty)
+  echo 'rm -f /etc/systemd/system/nfs-server.service.d/heatsible-mounts.conf /etc/systemd/system/nfs-ganesha.service.d/heatsible-mounts.conf /etc/nfs.conf.d/heatsible.conf /var/lib/heatsible/nfs_server.pending /var/lib/heatsible/volumes.json'
+  for d in /etc/systemd/system/nfs-server.service.d /etc/systemd/system/nfs-ganesha.service.d /etc/nfs.conf.d /var/lib/heatsible; do
+    [ -d "$BASE$d" ] || printf 'rmdir %q 2>/dev/null || true\n' "$d"
+  done
+  # the units as a new host has them: no drop-ins loaded, no statd running
+  # (it would keep the pinned ports)
+  echo 'systemctl daemon-reload'
+  echo 'systemctl stop nfs-ganesha-lock rpc-statd 2>/dev/null || true'
   # a volume formatted but not mounted (a failed run) is blank again too
   jq -r '.volumes[]? | "\(.id) \(.device)"' <(python3 -c 'import json,sys,yaml; json.dump(yaml.safe_load(open(sys.argv[1])), sys.stdout)' "$RUN/topology.yaml") |
     while read -r id dev; do
@@ -87,4 +128,4 @@ if [ "${BENCH_PURGE_CLIENT:-0}" = 1 ]; then
   done
   for p in "${pids[@]}"; do wait "$p"; done
 fi
-echo "reset: storage blank (${mounts//$'\n'/ }), PVs deleted (${pvs//$'\n'/ }), SSH masters closed$([ "${BENCH_PURGE_CLIENT:-0}" = 1 ] && echo ", nfs-common purged")"
+echo "reset: storage blank (${mounts//$'\n'/ }; NFS drop-ins, ports, record removed, statd stopped), PVs deleted (${pvs//$'\n'/ }), VIM objects deleted, SSH masters closed$([ "${BENCH_PURGE_CLIENT:-0}" = 1 ] && echo ", nfs-common purged")"
