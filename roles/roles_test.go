@@ -211,6 +211,33 @@ func TestRefuseActionInEveryRole(t *testing.T) {
 	}
 }
 
+// TestHeatsibleFilesCopiesAreOne: the roles that write files with
+// heatsible_files (nfs_server, cinder_volume) carry identical copies of it
+// (each role works on its own; its tests are in nfs_server/tests, run by
+// make role-tests), and every role whose tasks use it carries it.
+func TestHeatsibleFilesCopiesAreOne(t *testing.T) {
+	const f = "library/heatsible_files.py"
+	want, err := fs.ReadFile(FS, "nfs_server/"+f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range Names {
+		uses := false
+		for _, tasks := range []string{"tasks/main.yml", "tasks/converge.yml"} {
+			if b, err := fs.ReadFile(FS, name+"/"+tasks); err == nil && bytes.Contains(b, []byte("\n  heatsible_files:")) {
+				uses = true
+			}
+		}
+		got, err := fs.ReadFile(FS, name+"/"+f)
+		switch {
+		case err != nil && uses:
+			t.Errorf("%s uses heatsible_files and has no %s: copy nfs_server's", name, f)
+		case err == nil && !bytes.Equal(got, want):
+			t.Errorf("%s/%s differs from nfs_server/%s: copy it", name, f, f)
+		}
+	}
+}
+
 // TestRefusalsAreMarked: a task of the roles whose name says it refuses
 // ("Refuse ...") refuses through heatsible_refuse: the name alone means
 // nothing to heatsible (a failed task without the marker is exit code 4).

@@ -284,3 +284,49 @@ func TestKernelNFSServer(t *testing.T) {
 		}
 	})
 }
+
+// TestFirstRunDropinsAndPorts: a first run on a storage server that has
+// none of nfs_server's files (no unit drop-ins, no nfs.conf.d ports file,
+// no mark), with ganesha and its statd stopped. The run writes them in one
+// module run and starts ganesha, which starts its statd (statd's restart
+// is skipped then, issue 19); afterwards systemd has loaded the drop-ins of
+// both servers (nothing left to reload) and rpcbind lists statd, lockd and
+// mountd on the pinned ports. (It does not fail without the start task's
+// daemon-reload: systemd loads a unit it had unloaded afresh, drop-ins
+// included.)
+func TestFirstRunDropinsAndPorts(t *testing.T) {
+	b := needBed(t)
+	b.restoreStorage(t)
+	b.exec(t, "storage", "sh", "-c", `set -e
+rm -rf /etc/systemd/system/nfs-server.service.d /etc/systemd/system/nfs-ganesha.service.d /etc/nfs.conf.d/heatsible.conf /var/lib/heatsible/nfs_server.pending
+systemctl disable -q --now nfs-ganesha nfs-ganesha-lock
+systemctl daemon-reload`)
+	if out := b.exec(t, "storage", "rpcinfo", "-p"); strings.Contains(out, "status") {
+		t.Fatalf("statd still registered after stopping it: the test proves nothing\n%s", out)
+	}
+	code, out, errs, took := b.heatsible(t, b.storageArgs(t, nil)...)
+	t.Logf("first run: exit %d in %s", code, took.Round(time.Millisecond))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, tail(errs, 30))
+	}
+	if changed, _ := storageRecap(t, out); changed == 0 {
+		t.Errorf("the first run changed nothing on storage: the test proves nothing")
+	}
+	show := b.exec(t, "storage", "systemctl", "show", "-p", "Id,ActiveState,NeedDaemonReload,DropInPaths", "nfs-ganesha", "nfs-server")
+	t.Logf("systemctl show:\n%s", show)
+	for _, u := range []string{"nfs-ganesha", "nfs-server"} {
+		if !strings.Contains(show, "DropInPaths=/etc/systemd/system/"+u+".service.d/heatsible-mounts.conf") {
+			t.Errorf("systemd has not loaded %s's drop-in", u)
+		}
+	}
+	if strings.Contains(show, "NeedDaemonReload=yes") {
+		t.Errorf("systemd's units need a reload after the run")
+	}
+	rpc := b.exec(t, "storage", "rpcinfo", "-p")
+	t.Logf("rpcinfo -p:\n%s", rpc)
+	for _, want := range []string{"tcp  32765  status", "tcp  32768  nlockmgr", "tcp  20048  mountd"} {
+		if !strings.Contains(rpc, want) {
+			t.Errorf("rpcinfo -p has no %q", want)
+		}
+	}
+}
