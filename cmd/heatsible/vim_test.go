@@ -49,8 +49,8 @@ cat "$d/events.jsonl"
 // token tasks are no_log).
 var fakeEvents = []string{
 	`{"_event":"v2_playbook_on_play_start","_timestamp":"t","play":{"name":"Tacker's Kubernetes VIM - ServiceAccount and token","id":"1"},"tasks":[]}`,
-	`{"_event":"v2_playbook_on_task_start","_timestamp":"t","hosts":{},"task":{"name":"k8s_vim : Wait for the token controller, then read the token, the CA and the serving certificate","id":"2"}}`,
-	`{"_event":"v2_runner_on_ok","_timestamp":"t","hosts":{"master-0":{"action":"ansible.builtin.raw","changed":false,"censored":"the output has been hidden due to the fact that 'no_log: true' was specified for this result"}},"task":{"name":"k8s_vim : Wait for the token controller, then read the token, the CA and the serving certificate","id":"2"}}`,
+	`{"_event":"v2_playbook_on_task_start","_timestamp":"t","hosts":{},"task":{"name":"k8s_vim : Apply the VIM's ServiceAccount, ClusterRoleBinding and token Secret, then read the token, the CA and the serving certificate","id":"2"}}`,
+	`{"_event":"v2_runner_on_ok","_timestamp":"t","hosts":{"master-0":{"action":"ansible.builtin.raw","changed":false,"censored":"the output has been hidden due to the fact that 'no_log: true' was specified for this result"}},"task":{"name":"k8s_vim : Apply the VIM's ServiceAccount, ClusterRoleBinding and token Secret, then read the token, the CA and the serving certificate","id":"2"}}`,
 	`{"_event":"v2_playbook_on_task_start","_timestamp":"t","hosts":{},"task":{"name":"k8s_vim : Report the VIM's ServiceAccount","id":"3"}}`,
 	`{"_event":"v2_runner_on_ok","_timestamp":"t","hosts":{"master-0":{"action":"ansible.builtin.debug","changed":false,"msg":"master-0: ServiceAccount kube-system/heatsible-tacker-vim: unchanged; its token is ready"}},"task":{"name":"k8s_vim : Report the VIM's ServiceAccount","id":"3"}}`,
 	`{"_event":"v2_playbook_on_stats","_timestamp":"t","stats":{"master-0":{"ok":2,"changed":0,"failures":0,"unreachable":0,"skipped":0,"rescued":0,"ignored":0}},"custom_stats":{},"global_custom_stats":{}}`,
