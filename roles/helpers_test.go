@@ -18,6 +18,15 @@ import (
 // and output.
 func playLocal(t *testing.T, role, vars string) (int, string) {
 	t.Helper()
+	return playBook(t, "- hosts: localhost\n  gather_facts: false\n  roles:\n    - role: "+role+"\n", vars)
+}
+
+// playBook runs the playbook pb (YAML text) on this machine, connection
+// local, with the roles of this directory, the extra vars (JSON) and env
+// added to Ansible's environment; it returns the exit code and the output.
+// It skips without ansible-playbook or root (the roles probe as root).
+func playBook(t *testing.T, pb, vars string, env ...string) (int, string) {
+	t.Helper()
 	if _, err := exec.LookPath("ansible-playbook"); err != nil {
 		t.Skip("ansible-playbook is not on PATH (CI installs Debian's ansible)")
 	}
@@ -29,7 +38,6 @@ func playLocal(t *testing.T, role, vars string) (int, string) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	pb := "- hosts: localhost\n  gather_facts: false\n  roles:\n    - role: " + role + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "site.yml"), []byte(pb), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +45,7 @@ func playLocal(t *testing.T, role, vars string) (int, string) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "ansible-playbook", "-i", "localhost,", "-c", "local", "-e", vars, "site.yml")
 	cmd.Dir = dir
-	cmd.Env = append(ansibleEnv(t), "ANSIBLE_ROLES_PATH="+roles, "ANSIBLE_LOCALHOST_WARNING=false")
+	cmd.Env = append(append(ansibleEnv(t), "ANSIBLE_ROLES_PATH="+roles, "ANSIBLE_LOCALHOST_WARNING=false"), env...)
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	switch {

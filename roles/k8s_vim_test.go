@@ -443,16 +443,6 @@ func TestControllerFileAction(t *testing.T) {
 // role; the second reuses what the first found (one probe, one report),
 // and a lookup that finds nothing still fails the first play.
 func TestKubeconfigLookedUpOncePerRun(t *testing.T) {
-	if _, err := exec.LookPath("ansible-playbook"); err != nil {
-		t.Skip("ansible-playbook is not on PATH (CI installs Debian's ansible)")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the kubeconfig role's probe runs through become")
-	}
-	roles, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		name       string
 		kubeconfig bool
@@ -475,24 +465,10 @@ func TestKubeconfigLookedUpOncePerRun(t *testing.T) {
 			}
 			play := "- hosts: localhost\n  gather_facts: false\n  roles: [kubeconfig]\n"
 			site := play + play + "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - debug:\n        msg: \"second play reads {{ kubeconfig_found.path }}\"\n"
-			if err := os.WriteFile(filepath.Join(dir, "site.yml"), []byte(site), 0o600); err != nil {
-				t.Fatal(err)
-			}
 			ev, _ := json.Marshal(map[string]string{"kubectl_bin": kubectl, "kubectl_kubeconfig": kubeconfig})
-			cmd := exec.Command("ansible-playbook", "-i", "localhost,", "-c", "local", "-e", string(ev), "site.yml")
-			cmd.Dir = dir
-			cmd.Env = append(ansibleEnv(t), "ANSIBLE_ROLES_PATH="+roles, "ANSIBLE_LOCALHOST_WARNING=false",
-				"ANSIBLE_STDOUT_CALLBACK=ansible.posix.jsonl")
-			out, err := cmd.CombinedOutput()
-			code := 0
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				code = ee.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
+			code, out := playBook(t, site, string(ev), "ANSIBLE_STDOUT_CALLBACK=ansible.posix.jsonl")
 			probes := 0
-			for _, l := range strings.Split(string(out), "\n") {
+			for _, l := range strings.Split(out, "\n") {
 				if strings.Contains(l, "Look for the admin kubeconfig") &&
 					(strings.Contains(l, `"v2_runner_on_ok"`) || strings.Contains(l, `"v2_runner_on_failed"`)) {
 					probes++
@@ -501,10 +477,10 @@ func TestKubeconfigLookedUpOncePerRun(t *testing.T) {
 			if code != tc.code || probes != tc.probes {
 				t.Fatalf("exit %d, %d probes; want %d, %d\n%s", code, probes, tc.code, tc.probes, out)
 			}
-			if tc.kubeconfig && !strings.Contains(string(out), "second play reads "+kubeconfig) {
+			if tc.kubeconfig && !strings.Contains(out, "second play reads "+kubeconfig) {
 				t.Errorf("the later play does not have kubeconfig_found:\n%s", out)
 			}
-			if !tc.kubeconfig && !strings.Contains(string(out), kubeconfig+" (missing). Nothing was changed.") {
+			if !tc.kubeconfig && !strings.Contains(out, kubeconfig+" (missing). Nothing was changed.") {
 				t.Errorf("no failure message naming the kubeconfig:\n%s", out)
 			}
 		})
