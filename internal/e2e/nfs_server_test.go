@@ -291,9 +291,11 @@ func TestKernelNFSServer(t *testing.T) {
 // module run and starts ganesha, which starts its statd (statd's restart
 // is skipped then, issue 19); afterwards systemd has loaded the drop-ins of
 // both servers (nothing left to reload) and rpcbind lists statd, lockd and
-// mountd on the pinned ports. (It does not fail without the start task's
-// daemon-reload: systemd loads a unit it had unloaded afresh, drop-ins
-// included.)
+// mountd on the pinned ports. Then the same with ganesha's unit loaded
+// (enabled, stopped, its drop-ins removed): only the start task's
+// daemon-reload makes systemd read the new drop-ins, and the test fails
+// without it (the first half alone does not: systemd loads a unit it had
+// unloaded afresh, drop-ins included).
 func TestFirstRunDropinsAndPorts(t *testing.T) {
 	b := needBed(t)
 	b.restoreStorage(t)
@@ -328,5 +330,30 @@ systemctl daemon-reload`)
 		if !strings.Contains(rpc, want) {
 			t.Errorf("rpcinfo -p has no %q", want)
 		}
+	}
+
+	// The units loaded: ganesha enabled but stopped, its drop-ins gone and
+	// systemd told so. The run writes them and starts ganesha; only the
+	// start task's daemon-reload makes systemd read them (the reload
+	// handler is skipped then, issue 19). Without it ganesha would start
+	// on its old definition, not requiring the volume's mount.
+	b.exec(t, "storage", "sh", "-c", `set -e
+systemctl stop nfs-ganesha nfs-ganesha-lock
+rm -rf /etc/systemd/system/nfs-server.service.d /etc/systemd/system/nfs-ganesha.service.d
+systemctl daemon-reload`)
+	if pre := b.exec(t, "storage", "systemctl", "show", "-p", "LoadState,ActiveState,DropInPaths", "nfs-ganesha"); !strings.Contains(pre, "LoadState=loaded") ||
+		!strings.Contains(pre, "ActiveState=inactive") || strings.Contains(pre, "heatsible-mounts.conf") {
+		t.Fatalf("ganesha is not loaded, stopped and without the drop-in: the test proves nothing\n%s", pre)
+	}
+	code, _, errs, took = b.heatsible(t, b.storageArgs(t, nil)...)
+	t.Logf("run with the units loaded: exit %d in %s", code, took.Round(time.Millisecond))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, tail(errs, 30))
+	}
+	show = b.exec(t, "storage", "systemctl", "show", "-p", "Id,ActiveState,NeedDaemonReload,DropInPaths,RequiresMountsFor", "nfs-ganesha")
+	t.Logf("systemctl show:\n%s", show)
+	if !strings.Contains(show, "DropInPaths=/etc/systemd/system/nfs-ganesha.service.d/heatsible-mounts.conf") ||
+		strings.Contains(show, "NeedDaemonReload=yes") || !strings.Contains(show, "ActiveState=active") {
+		t.Errorf("ganesha runs without its drop-in loaded (the start task did not reload systemd)")
 	}
 }
