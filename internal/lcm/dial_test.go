@@ -2,11 +2,9 @@ package lcm
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,29 +28,13 @@ func TestHeatErrorDoesNotWaitForTheDial(t *testing.T) {
 	}
 	var dialed atomic.Int32
 	addr := silentHost(t, func() { dialed.Add(1) })
-	// Heat: "no such stack", once the dial has begun (blockingHeat sets
-	// the other OS_* variables; OS_AUTH_URL then points here).
-	blockingHeat(t, func() {})
-	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == "POST" && r.URL.Path == "/v3/auth/tokens" {
-			w.Header().Set("X-Subject-Token", "fixture-token")
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusCreated)
-			fmt.Fprintf(w, `{"token": {"expires_at": "2099-01-01T00:00:00.000000Z", "methods": ["password"],
- "user": {"id": "u1", "name": "admin", "domain": {"id": "default", "name": "Default"}},
- "project": {"id": "p1", "name": "admin", "domain": {"id": "default", "name": "Default"}},
- "catalog": [{"type": "orchestration", "name": "heat", "id": "h1", "endpoints": [
-   {"id": "e1", "interface": "public", "region": "RegionOne", "region_id": "RegionOne", "url": %q}]}]}}`, srv.URL+"/v1/p1")
-			return
-		}
+	// Heat: "no such stack", once the dial has begun.
+	fakeHeat(t, func(w http.ResponseWriter, r *http.Request) {
 		for i := 0; i < 100 && dialed.Load() == 0; i++ {
 			time.Sleep(50 * time.Millisecond)
 		}
 		http.NotFound(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	t.Setenv("OS_AUTH_URL", srv.URL+"/v3")
+	})
 	o := RunOptions{
 		Operation: OpInstantiateEnd, Request: loadRequest(t, "ansible_kubespray"), PackageDir: "../../testdata/package",
 		Source: Source{Stack: "k8s-a-stack"}, KnownHosts: kh, Version: "test",

@@ -150,6 +150,17 @@ func (f *fakeHost) Run(ctx context.Context, b *ansible.Bundle, _ ansible.Playboo
 // holds every Heat request until the client goes away.
 func blockingHeat(t *testing.T, arrived func()) {
 	t.Helper()
+	fakeHeat(t, func(_ http.ResponseWriter, r *http.Request) {
+		arrived()
+		<-r.Context().Done()
+	})
+}
+
+// fakeHeat is Keystone (a password token whose catalog's orchestration
+// endpoint is this same server) and, for every other request, heat. It
+// points the OS_* environment at it.
+func fakeHeat(t *testing.T, heat http.HandlerFunc) {
+	t.Helper()
 	var srv *httptest.Server
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == "POST" && r.URL.Path == "/v3/auth/tokens" {
@@ -163,8 +174,7 @@ func blockingHeat(t *testing.T, arrived func()) {
    {"id": "e1", "interface": "public", "region": "RegionOne", "region_id": "RegionOne", "url": %q}]}]}}`, srv.URL+"/v1/p1")
 			return
 		}
-		arrived()
-		<-r.Context().Done()
+		heat(w, r)
 	}))
 	t.Cleanup(srv.Close)
 	for _, kv := range os.Environ() {
