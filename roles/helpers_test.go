@@ -21,22 +21,31 @@ func playLocal(t *testing.T, role, vars string) (int, string) {
 	return playBook(t, "- hosts: localhost\n  gather_facts: false\n  roles:\n    - role: "+role+"\n", vars)
 }
 
+// needRootAnsible skips the test without ansible-playbook or without root
+// (the roles probe through become) and returns this directory, the roles
+// path.
+func needRootAnsible(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("ansible-playbook"); err != nil {
+		t.Skip("ansible-playbook is not on PATH (CI installs Debian's ansible)")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the roles' probes run through become")
+	}
+	roles, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return roles
+}
+
 // playBook runs the playbook pb (YAML text) on this machine, connection
 // local, with the roles of this directory, the extra vars (JSON) and env
 // added to Ansible's environment; it returns the exit code and the output.
 // It skips without ansible-playbook or root (the roles probe as root).
 func playBook(t *testing.T, pb, vars string, env ...string) (int, string) {
 	t.Helper()
-	if _, err := exec.LookPath("ansible-playbook"); err != nil {
-		t.Skip("ansible-playbook is not on PATH (CI installs Debian's ansible)")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the role's probe runs through become")
-	}
-	roles, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	roles := needRootAnsible(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "site.yml"), []byte(pb), 0o600); err != nil {
 		t.Fatal(err)

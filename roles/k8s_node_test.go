@@ -47,16 +47,7 @@ func node(name, ip string) map[string]any {
 // refused with nothing drained; a node with neither is reported and
 // skipped.
 func TestK8sNodeMatchesInternalIP(t *testing.T) {
-	if _, err := exec.LookPath("ansible-playbook"); err != nil {
-		t.Skip("ansible-playbook is not on PATH (CI installs Debian's ansible)")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the kubeconfig role's probe runs through become")
-	}
-	roles, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	roles := needRootAnsible(t)
 	tacker := []map[string]any{node("master12", "10.10.0.12"), node("worker20", "10.10.0.20"), node("worker21", "10.10.0.21")}
 	tests := []struct {
 		name    string

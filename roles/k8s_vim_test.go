@@ -91,16 +91,7 @@ type vimRoleRun struct {
 // record would hold.
 func playVIM(t *testing.T, state string, env []string, vars map[string]any, check bool, more ...string) vimRoleRun {
 	t.Helper()
-	if _, err := exec.LookPath("ansible-playbook"); err != nil {
-		t.Skip("ansible-playbook is not on PATH (CI installs Debian's ansible)")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the kubeconfig role's probe runs through become")
-	}
-	roles, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	roles := needRootAnsible(t)
 	dir := t.TempDir()
 	kubectl := filepath.Join(dir, "kubectl")
 	kubeconfig := filepath.Join(dir, "admin.conf")
