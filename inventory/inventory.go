@@ -87,36 +87,53 @@ func Build(t *topology.Topology, users Users) (*Inventory, error) {
 	inv := &Inventory{}
 	byRole := map[topology.Role][]string{}
 	for _, n := range t.Nodes {
-		if reservedName(n.Name) {
-			return nil, fmt.Errorf("inventory: node %q has the name of an inventory group; Ansible would confuse the host with the group (rename the node)", n.Name)
-		}
 		user := users.of(n.Role)
 		vars := []Var{{"ansible_host", n.SSHAddress}, {"ip", n.Address}}
 		if user != "" {
 			vars = append(vars, Var{"ansible_user", user})
 		}
-		for _, v := range vars {
-			if !safeValue.MatchString(v.Value) {
-				return nil, fmt.Errorf("inventory: host %s: %s %q has characters an inventory cannot hold safely", n.Name, v.Name, v.Value)
-			}
+		if err := checkVars(n.Name, vars); err != nil {
+			return nil, err
 		}
 		inv.Hosts = append(inv.Hosts, Host{Name: n.Name, Vars: vars})
 		byRole[n.Role] = append(byRole[n.Role], n.Name)
 	}
 	masters, workers := byRole[topology.RoleMaster], byRole[topology.RoleWorker]
-	inv.Groups = []Group{
+	inv.Groups = append(kubesprayGroups(masters, workers),
+		Group{Name: GroupNFSServer, Hosts: byRole[topology.RoleStorage]},
+		Group{Name: GroupNFSClient, Children: []string{GroupKubeControlPlane, GroupKubeNode}},
+	)
+	if lb := byRole[topology.RoleExternalLB]; len(lb) > 0 {
+		inv.Groups = append(inv.Groups, Group{Name: GroupExternalLB, Hosts: lb})
+	}
+	return inv, nil
+}
+
+// kubesprayGroups are kubespray's groups, which both inventories have (in
+// heatsible's, the roles address kube_control_plane and kube_node too).
+func kubesprayGroups(masters, workers []string) []Group {
+	return []Group{
 		{Name: GroupKubeControlPlane, Hosts: masters},
 		{Name: GroupEtcd, Hosts: masters},
 		{Name: GroupKubeNode, Hosts: workers},
 		{Name: GroupCalicoRR},
 		{Name: GroupK8sCluster, Children: []string{GroupKubeControlPlane, GroupKubeNode, GroupCalicoRR}},
-		{Name: GroupNFSServer, Hosts: byRole[topology.RoleStorage]},
-		{Name: GroupNFSClient, Children: []string{GroupKubeControlPlane, GroupKubeNode}},
 	}
-	if lb := byRole[topology.RoleExternalLB]; len(lb) > 0 {
-		inv.Groups = append(inv.Groups, Group{Name: GroupExternalLB, Hosts: lb})
+}
+
+// checkVars refuses a host whose name is an inventory group's or whose
+// values hold characters outside safeValue. (The kubespray inventory adds
+// its password references, VarRef, after this check.)
+func checkVars(host string, vars []Var) error {
+	if reservedName(host) {
+		return fmt.Errorf("inventory: node %q has the name of an inventory group; Ansible would confuse the host with the group (rename the node)", host)
 	}
-	return inv, nil
+	for _, v := range vars {
+		if !safeValue.MatchString(v.Value) {
+			return fmt.Errorf("inventory: host %s: %s %q has characters an inventory cannot hold safely", host, v.Name, v.Value)
+		}
+	}
+	return nil
 }
 
 // reservedName reports whether name is the name of a group Ansible or

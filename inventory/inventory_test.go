@@ -174,6 +174,29 @@ func TestBuildRejectsUnsafeValues(t *testing.T) {
 	}
 }
 
+// TestKubesprayRejectsUnsafeValues: the kubespray inventory holds the same
+// checks as Build, in both formats (the YAML writer has none of its own: a
+// user "{{ ... }}" would reach Ansible as a template), and its own password
+// references pass.
+func TestKubesprayRejectsUnsafeValues(t *testing.T) {
+	topo := &topology.Topology{Cluster: "c", Nodes: []topology.Node{{Name: "m", Role: topology.RoleMaster, SSHAddress: "10.0.0.1", Address: "10.0.0.1"}}}
+	for _, f := range []Format{YAML, INI} {
+		for _, user := range []string{"{{ heatsible_secrets.master_password }}", "bad user", "a'b"} {
+			if _, err := Kubespray(topo, KubesprayConn{User: user, Password: true}, KubesprayConn{}, nil, f); err == nil || !strings.Contains(err.Error(), "ansible_user") {
+				t.Errorf("%v, user %q: want an error naming ansible_user, got %v", f, user, err)
+			}
+		}
+		out, err := Kubespray(topo, KubesprayConn{User: "ubuntu", Password: true}, KubesprayConn{}, nil, f)
+		if err != nil || !strings.Contains(string(out), "{{ heatsible_secrets.master_password }}") {
+			t.Errorf("%v: %v\n%s", f, err, out)
+		}
+	}
+	etcd := &topology.Topology{Cluster: "c", Nodes: []topology.Node{{Name: "etcd", Role: topology.RoleWorker, SSHAddress: "10.0.0.2", Address: "10.0.0.2"}}}
+	if _, err := Kubespray(etcd, KubesprayConn{}, KubesprayConn{}, nil, YAML); err == nil || !strings.Contains(err.Error(), "name of an inventory group") {
+		t.Errorf("a node named etcd: want the group-name error, got %v", err)
+	}
+}
+
 func TestWithout(t *testing.T) {
 	inv := load(t).Without("workernode-a1b2c3d4e5f6")
 	g, _ := inv.Group(GroupKubeNode)

@@ -43,6 +43,9 @@ func Kubespray(t *topology.Topology, master, worker KubesprayConn, without []str
 		if cn.User != "" {
 			vars = append(vars, Var{Name: "ansible_user", Value: cn.User})
 		}
+		if err := checkVars(n.Name, vars); err != nil {
+			return nil, err
+		}
 		if cn.Password {
 			ref := "{{ heatsible_secrets." + cn.secret + " }}"
 			vars = append(vars, Var{Name: "ansible_password", Value: ref}, Var{Name: "ansible_become_password", Value: ref})
@@ -54,13 +57,7 @@ func Kubespray(t *topology.Topology, master, worker KubesprayConn, without []str
 			workers = append(workers, n.Name)
 		}
 	}
-	inv.Groups = []Group{
-		{Name: GroupKubeControlPlane, Hosts: masters},
-		{Name: GroupEtcd, Hosts: masters},
-		{Name: GroupKubeNode, Hosts: workers},
-		{Name: GroupCalicoRR},
-		{Name: GroupK8sCluster, Children: []string{GroupKubeControlPlane, GroupKubeNode, GroupCalicoRR}},
-	}
+	inv.Groups = kubesprayGroups(masters, workers)
 	var buf bytes.Buffer
 	if format == INI {
 		buf.WriteString("# Written by heatsible for kubespray; passwords are references to the run's 0600 vars file.\n")
