@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -40,10 +41,10 @@ func TestBedHostRunningChecksTheProcess(t *testing.T) {
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 		return cmd.Process.Pid
 	}
-	other := start("sleep", "60")                                                         // alive, not nspawn
-	wrong := start(nspawn, "-c", "sleep 60; :", "sh", "--machine=hs-worker-1")            // nspawn, another host
-	right := start(nspawn, "-c", "sleep 60; :", "sh", "--quiet", "--machine=hs-master-0") // this host
-	time.Sleep(200 * time.Millisecond)                                                    // let the execs happen
+	other := start("sleep", "60")                                                        // alive, not nspawn
+	wrong := start(nspawn, "-c", "sleep 60; :", "sh", "--machine=hs-worker-1")           // nspawn, another host
+	right := start(nspawn, "-c", "sleep 60; :", "sh", "--quiet", "--machine=hs-ghost-0") // this host
+	time.Sleep(200 * time.Millisecond)                                                   // let the execs happen
 
 	for _, tc := range []struct {
 		name string
@@ -59,7 +60,7 @@ func TestBedHostRunningChecksTheProcess(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := t.TempDir()
-			hd := filepath.Join(st, "hosts", "master-0")
+			hd := filepath.Join(st, "hosts", "ghost-0")
 			if err := os.MkdirAll(hd, 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +71,7 @@ func TestBedHostRunningChecksTheProcess(t *testing.T) {
 			default:
 				os.WriteFile(filepath.Join(hd, "pid"), []byte(tc.pid+"\n"), 0o644)
 			}
-			cmd := exec.Command("bash", "-c", `BED_LIB_ONLY=1; . "$1"; ST=$2; host_running master-0`, "bash",
+			cmd := exec.Command("bash", "-c", `BED_LIB_ONLY=1; . "$1"; ST=$2; host_running ghost-0`, "bash",
 				filepath.Join("..", "..", "testbed", "bin", "bed"), st)
 			out, err := cmd.CombinedOutput()
 			got := err == nil
@@ -78,8 +79,51 @@ func TestBedHostRunningChecksTheProcess(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got != tc.want {
-				t.Errorf("host_running master-0 = %v, want %v (%s)", got, tc.want, out)
+				t.Errorf("host_running ghost-0 = %v, want %v (%s)", got, tc.want, out)
 			}
 		})
+	}
+}
+
+// TestBedNeverSignalsAStalePid: stop_host and reap_host with a pid file
+// that names a live process which is not the host's systemd-nspawn (the
+// PID reused after a reboot) leave that process alone, do not wait for it,
+// and remove the stale pid file. (Before, reap_host waited 20 s, then
+// SIGKILLed it and its children.) The host is "ghost-0", which no bed has:
+// reap_host also looks for the host's cgroups.
+func TestBedNeverSignalsAStalePid(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the bed's functions read other processes' /proc entries")
+	}
+	other := exec.Command("sleep", "60")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+	st := t.TempDir()
+	hd := filepath.Join(st, "hosts", "ghost-0")
+	if err := os.MkdirAll(filepath.Join(hd, "root"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(hd, "pid")
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(other.Process.Pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out, err := exec.Command("bash", "-c", `BED_LIB_ONLY=1; . "$1"; ST=$2; stop_host ghost-0; reap_host ghost-0`, "bash",
+		filepath.Join("..", "..", "testbed", "bin", "bed"), st).CombinedOutput()
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// (a killed child of this test stays a zombie until waited for)
+	if st, err := os.ReadFile("/proc/" + strconv.Itoa(other.Process.Pid) + "/stat"); err != nil || strings.Contains(string(st), ") Z ") {
+		t.Errorf("the unrelated process was killed (%v)\n%s", err, out)
+	}
+	if _, err := os.Stat(pidFile); !os.IsNotExist(err) {
+		t.Errorf("the stale pid file is still there (%v)", err)
+	}
+	if took > 5*time.Second {
+		t.Errorf("stop_host and reap_host took %s: they waited for a process that is not the host's", took.Round(time.Millisecond))
 	}
 }
