@@ -57,7 +57,7 @@ for N in $SIZES; do
   if ! [[ $N =~ ^[1-9][0-9]?$ ]] || [ "$N" -gt 64 ]; then echo "bench: BENCH_SIZES: $N is not a number of workers the bed has (1..64)" >&2; exit 2; fi
 done
 [ -x "$HEATSIBLE" ] || go build -trimpath -o "$HEATSIBLE" ./cmd/heatsible
-mkdir -p "$LOGS" "$OUT"
+mkdir -p "$OUT" "$LOGS" && chmod 700 "$LOGS"   # the run records and logs are for root only
 echo "bench: logs in $LOGS" >&2
 
 now() { date +%s.%N; }
@@ -74,13 +74,17 @@ heatsible_run() {
   local name=$1 t rc=0 state=$LOGS/state-$1   # the run record (run.log: every event, timed) stays with the logs
   mkdir -p "$state"
   t=$(now)
-  env -i PATH="$PATH" HOME="$HOME" HEATSIBLE_STATE_DIR="$state" "${OSENV[@]}" \
+  # -o json carries the VIM (its bearer token) for Tacker: it goes through
+  # jq straight from heatsible's stdout, so it never reaches a file
+  local st=()
+  if env -i PATH="$PATH" HOME="$HOME" HEATSIBLE_STATE_DIR="$state" "${OSENV[@]}" \
     "$HEATSIBLE" -o json -v run instantiate-end --request "$RUN/request.json" --package "$RUN/package" \
-    --stack "$HEATSIBLE_STACK" --known-hosts "$RUN/known_hosts" "${EXTRA[@]}" \
-    > "$LOGS/$name.json.tmp" 2> "$LOGS/$name.log" || rc=$?
-  # -o json carries the VIM (its bearer token) for Tacker; the kept log must not
-  jq 'del(.vim)' "$LOGS/$name.json.tmp" > "$LOGS/$name.json" 2>/dev/null || : > "$LOGS/$name.json"
-  rm -f "$LOGS/$name.json.tmp"
+    --stack "$HEATSIBLE_STACK" --known-hosts "$RUN/known_hosts" "${EXTRA[@]}" 2> "$LOGS/$name.log" |
+    jq 'del(.vim)' > "$LOGS/$name.json" 2>/dev/null; then
+    rc=0
+  else
+    st=("${PIPESTATUS[@]}"); rc=${st[0]}
+  fi
   local secs; secs=$(since "$t")
   jq -r --arg s "$secs" --arg rc "$rc" \
     '"\($s) \(.changed // -1) \([.recap[]?.failed] | add // 0) \([.recap[]?.unreachable] | add // 0) \($rc)"' \
