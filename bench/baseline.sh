@@ -34,10 +34,11 @@
 #       mark found at the start is applied, as the role does);
 #     - nfs-server and rpc-statd stopped and disabled when present and
 #       running or enabled; after a drop-in or the ports changed, one
-#       `systemctl daemon-reload` (the role: two); nfs-ganesha enabled and
+#       `systemctl daemon-reload` (as the role); nfs-ganesha enabled and
 #       started; after a drop-in or the ports changed, nfs-ganesha-lock
-#       (ganesha's rpc.statd) restarted; nfs-ganesha restarted if it was
-#       already running and anything changed;
+#       (ganesha's rpc.statd) restarted unless starting ganesha has just
+#       started it (as the role); nfs-ganesha restarted if it was already
+#       running and anything changed (as the role);
 #     - verified like the role: port 2049 open, `showmount -e` lists every
 #       export for every client, `nfs-ls` lists every export over NFSv3 and v4;
 #   every worker, then the master (one session each, `sudo bash` for the
@@ -45,7 +46,7 @@
 #   present;
 #   master, same session: each PV manifest with spec.nfs.server set to the
 #   storage CP's address and the managed-by label (edited as YAML on this
-#   machine), `kubectl apply -f` each, then poll every 1 s (the role: 5 s)
+#   machine), `kubectl apply -f` each, then poll every 1 s (the role: 2 s)
 #   until all are Available or Bound (at most 120 s); then Tacker's VIM as
 #   roles/k8s_vim: `kubectl apply` of the same three objects with the same
 #   labels (ServiceAccount kube-system/heatsible-tacker-vim, its
@@ -68,8 +69,7 @@
 # testbed/run/topology.yaml; heatsible reads the stack), no run bundle, no
 # upload to the Ansible host, no run record, no lock, no check mode, no
 # per-task reporting, no probes before acting (it compares and writes in one
-# pass); ganesha is started once (the role starts it, then its handler
-# restarts it when the config was new); it does not check the VIM's
+# pass); it does not check the VIM's
 # certificate against the CA nor build the VIM object (heatsible does, on
 # its machine), and it reads the certificate at the endpoint only (no
 # fallback to the kubeconfig's URL); a volume found only by Heat's device
@@ -237,6 +237,7 @@ ensure_pkgs() {
   stamp=/var/lib/apt/periodic/update-success-stamp; [ -e $stamp ] || stamp=/var/lib/apt/lists
   if [ $(( $(date +%s) - $(stat -c %Y $stamp) )) -gt 3600 ]; then apt-get -q update </dev/null; fi
   DEBIAN_FRONTEND=noninteractive apt-get -y -q install "${missing[@]}" </dev/null
+  installed=1
 }'
 
 {
@@ -345,10 +346,16 @@ systemctl show -p Id,LoadState,ActiveState,UnitFileState nfs-server.service rpc-
   while read -r u; do systemctl disable -q --now "$u"; done
 [ -z "$daemon" ] || systemctl daemon-reload
 systemctl is-enabled -q nfs-ganesha || systemctl enable -q nfs-ganesha
-started=""
+started="" statd_was=""
+systemctl is-active -q nfs-ganesha-lock && statd_was=1
 if ! systemctl is-active -q nfs-ganesha; then systemctl start nfs-ganesha; started=1; fi
-# statd reads its pinned ports when it starts; ganesha its exports and ports
-[ -z "$daemon" ] || systemctl restart nfs-ganesha-lock
+# statd reads its pinned ports when it starts; ganesha its exports and ports.
+# As the role: no restart of a statd that was not running and that starting
+# ganesha has just started, after the ports were written (and no package
+# was installed whose postinst may have started it before).
+if [ -n "$daemon" ] && ! { [ -n "$started" ] && [ -z "$statd_was" ] && [ -z "${installed:-}" ]; }; then
+  systemctl restart nfs-ganesha-lock
+fi
 if [ -z "$started" ] && [ -n "$cfg$daemon" ]; then systemctl restart nfs-ganesha; fi
 rm -f "$pending"
 # verify: the port, the MOUNT service's list, every export over NFSv3 and v4

@@ -4,7 +4,9 @@
 # run. Used by bench/bed.sh before every first run. It undoes what
 # instantiate-end leaves (docs/testbed.md describes the fresh state), so that
 # a first run after it changes the same tasks as one on hosts `bed up` has
-# just created (15 tasks at the default shape, 2026-11-24):
+# just created (measured 2026-11-24: 15 changed tasks at the bed's default
+# shape with the roles of 8c4f077; 10 in bench/bed.sh's shapes with the
+# roles after the issue-19 cuts, which count fewer changes):
 #
 #   storage:  nfs-ganesha stopped and disabled, /etc/ganesha/ganesha.conf back
 #             to the base image's file, nfs-server stopped; every volume of the
