@@ -134,17 +134,25 @@ func runOp(ctx context.Context, o RunOptions, rec *state.Record) (_ *RunOutcome,
 	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased, Nodes: o.Nodes, Tags: o.Tags}
 	req := o.Request
 	// The connection to the Ansible host is opened while Heat is read: both
-	// mostly wait (about 0.1 s and 0.6 s on the test bed). Logging in
-	// changes nothing there; the errors keep their order (the request and
-	// topology, known_hosts, where Ansible runs, then the connection), and
-	// nothing is run on any host before all of them are checked.
+	// mostly wait (about 0.1 s and 0.6 s on the test bed). Only then: with
+	// --topology there is nothing to overlap, and it is opened after the
+	// operation's files are rendered, as before; nor when the operation,
+	// its flags or the package are wrong (precheck). So a run that fails
+	// reading Heat (exit 5) or is refused at plan time (2, 6) may have
+	// logged in there (docs/cli.md says so); logging in runs nothing. The
+	// errors keep their order (the request and topology, known_hosts, where
+	// Ansible runs, then the connection), and nothing is run on any host
+	// before all of them are checked.
 	knownHosts, khPath, khErr := readKnownHosts(o.KnownHosts)
 	var sshCfg *remote.Config
 	var cfgErr error
 	var dial chan dialResult
 	if khErr == nil && !o.Local {
-		if sshCfg, cfgErr = ansibleHost(req, o, khPath); cfgErr == nil {
+		sshCfg, cfgErr = ansibleHost(req, o, khPath)
+		if cfgErr == nil {
 			sshCfg.Logger = log
+		}
+		if cfgErr == nil && o.Source.Stack != "" && precheck(op, req, o.PackageDir) == nil {
 			dial = make(chan dialResult, 1)
 			dctx, cancelDial := context.WithCancel(ctx)
 			go func(cfg remote.Config) {
@@ -222,14 +230,21 @@ func runOp(ctx context.Context, o RunOptions, rec *state.Record) (_ *RunOutcome,
 	var remoteLock *ansible.RemoteLock
 	removeLock := false
 	if sshCfg != nil {
-		d := <-dial
-		dial = nil
+		var d dialResult
+		if dial != nil { // opened while Heat was read
+			d = <-dial
+			dial = nil
+		} else {
+			began := time.Now()
+			c, err := remote.Dial(ctx, *sshCfg)
+			d = dialResult{c, err, since(began)}
+		}
 		if d.err != nil {
 			return nil, fail.With(sshExit(d.err), fmt.Errorf("connecting to the Ansible host: %w", d.err))
 		}
 		client := d.client
 		defer client.Close()
-		log.Debug("connected to the Ansible host (while Heat was read)", "took", d.took)
+		log.Debug("connected to the Ansible host", "took", d.took)
 		remoteRunner = &ansible.RemoteRunner{Client: client, Logger: log}
 		runner, fileOps = remoteRunner, remoteRunner
 		// The cluster's lock on the Ansible host, for the whole remote
@@ -360,11 +375,8 @@ func vimLeftOut(f *OpFiles, limit string, tags []string) string {
 // topology is returned even when rendering fails, so a run record can name
 // the cluster.
 func load(ctx context.Context, op Op, req *params.Request, pkgDir string, src Source, version string) (*topology.Topology, *OpFiles, error) {
-	if err := op.Check(); err != nil {
-		return nil, nil, fail.With(fail.Invalid, err)
-	}
-	if req.NeedsPackage() && pkgDir == "" {
-		return nil, nil, fail.With(fail.Invalid, errors.New("--package DIR: the request names files of the VNF package (PV manifests, scripts); give the package directory"))
+	if err := precheck(op, req, pkgDir); err != nil {
+		return nil, nil, err
 	}
 	t, err := LoadTopology(ctx, req, src)
 	if err != nil {
@@ -378,6 +390,18 @@ func load(ctx context.Context, op Op, req *params.Request, pkgDir string, src So
 		return t, nil, fail.With(fail.Invalid, err)
 	}
 	return t, files, nil
+}
+
+// precheck is what load checks before it reads anything: the operation
+// and its flags, and that a request naming package files has the package.
+func precheck(op Op, req *params.Request, pkgDir string) error {
+	if err := op.Check(); err != nil {
+		return fail.With(fail.Invalid, err)
+	}
+	if req.NeedsPackage() && pkgDir == "" {
+		return fail.With(fail.Invalid, errors.New("--package DIR: the request names files of the VNF package (PV manifests, scripts); give the package directory"))
+	}
+	return nil
 }
 
 // RenderOp builds the operation's files: inventory, playbook, group_vars,
