@@ -47,7 +47,7 @@ lint:
 	$(GO) vet ./...
 	ANSIBLE_FILTER_PLUGINS=$$(ls -d $(CURDIR)/roles/*/filter_plugins | paste -sd:) \
 	  ansible-lint --offline -c .ansible-lint roles/*/
-	shellcheck -x scripts/*.sh bench/*.sh testbed/bin/bed testbed/*/*.sh .ci/run roles/*/files/*.sh
+	shellcheck -x scripts/*.sh bench/*.sh testbed/bin/bed testbed/*/*.sh testbed/kubeadm/kubelet .ci/run roles/*/files/*.sh
 
 demo: deps build
 	scripts/demo.sh
