@@ -43,6 +43,16 @@ func packageFileError(pkgDir, rel string, err error) error {
 	if derr != nil {
 		return fmt.Errorf("the VNF package directory %q cannot be read: %v", pkgDir, derr)
 	}
+	// An absolute symlink on the way: os.Root refuses it even when it
+	// points inside the package.
+	at := dir
+	for _, part := range strings.Split(filepath.FromSlash(rel), string(filepath.Separator)) {
+		at = filepath.Join(at, part)
+		if target, lerr := os.Readlink(at); lerr == nil && filepath.IsAbs(target) {
+			r, _ := filepath.Rel(dir, at)
+			return fmt.Errorf("%q is an absolute symlink (to %s): package files are read through a root that refuses absolute links; make it relative (ln -sr)", filepath.ToSlash(r), target)
+		}
+	}
 	p, perr := filepath.EvalSymlinks(filepath.Join(dir, filepath.FromSlash(rel)))
 	if perr != nil {
 		return fmt.Errorf("%q does not exist in the VNF package directory %s", rel, pkgDir)
