@@ -244,12 +244,17 @@ def main():
                           for t in todo]
     if module.check_mode:
         module.exit_json(**result)
-    try:
-        if p['mark']:
+    if p['mark']:
+        try:
             result['mark_written'] = write_mark(p['mark'], p['mark_content'], uid, gid, dir_mode)
+        except OSError as e:
+            # nothing else written: the files stay as they were
+            result.update(changed=False, changed_files=[], created_dirs=[])
+            module.fail_json(msg='writing the mark %s (before any file): %s' % (p['mark'], e), **result)
+    try:
         apply(todo, uid, gid, mode, dir_mode)
     except OSError as e:
-        module.fail_json(msg='writing %s: %s' % (', '.join(result['changed_files']) or p['mark'], e), **result)
+        module.fail_json(msg='writing %s: %s' % (', '.join(result['changed_files']), e), **result)
     module.exit_json(**result)
 
 

@@ -147,6 +147,15 @@ class HeatsibleFilesTest(unittest.TestCase):
         self.assertFalse(os.path.exists(self.p('f')))
         self.assertFalse(os.path.exists(self.p('pending')))
 
+    def test_a_mark_that_cannot_be_written_fails_alone(self):
+        os.mkdir(self.p('markdir'))
+        r = self.run_module(mark=self.p('markdir'), files=[{'path': self.p('f'), 'content': 'f\n'}])
+        self.assertTrue(r.get('failed'), r)
+        self.assertIn('writing the mark %s (before any file)' % self.p('markdir'), r['msg'])
+        self.assertFalse(r['changed'], r)
+        self.assertEqual(r['changed_files'], [])
+        self.assertFalse(os.path.exists(self.p('f')))
+
     def test_bad_arguments(self):
         r = self.run_module(files=[{'path': 'relative', 'content': 'x'}])
         self.assertTrue(r.get('failed'), r)
