@@ -247,6 +247,13 @@ func TestK8sVIMRole(t *testing.T) {
 				t.Errorf("the output does not say %q:\n%s", want, r.out)
 			}
 		}
+		// every call that talks to the API server is bounded
+		calls, _ := os.ReadFile(filepath.Join(state, "calls"))
+		for _, c := range strings.Split(strings.TrimSpace(string(calls)), "\n") {
+			if !strings.HasPrefix(c, "config view") && !strings.Contains(c, "--request-timeout=") {
+				t.Errorf("kubectl %s: no --request-timeout", c)
+			}
+		}
 		var objs map[string]map[string]any
 		b, _ := os.ReadFile(filepath.Join(state, "applied.json"))
 		if err := json.Unmarshal(b, &objs); err != nil || len(objs) != 3 {

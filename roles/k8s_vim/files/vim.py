@@ -59,6 +59,12 @@ class Kubectl(Exception):
     """kubectl failed; the message is its stderr (never a token)."""
 
 
+# Every call that talks to the API server is bounded: a server that
+# accepts connections and never answers must not hold the run (and the
+# token wait's own bound) forever.
+REQUEST_TIMEOUT = "--request-timeout=30s"
+
+
 def kubectl(argv, *args, stdin=None):
     """kubectl's stdout; its stderr in the exception."""
     p = subprocess.run(list(argv) + list(args), input=stdin, stdout=subprocess.PIPE,
@@ -90,8 +96,8 @@ def read_token(kc, ns, secret, sa):
     """(token, ca_crt, secret_uid, sa_uid), or a reason string to wait on."""
     try:
         sa_uid = kubectl(kc, "-n", ns, "get", "serviceaccount", sa, "-o",
-                         "jsonpath={.metadata.uid}").strip()
-        obj = json.loads(kubectl(kc, "-n", ns, "get", "secret", secret, "-o", "json"))
+                         "jsonpath={.metadata.uid}", REQUEST_TIMEOUT).strip()
+        obj = json.loads(kubectl(kc, "-n", ns, "get", "secret", secret, "-o", "json", REQUEST_TIMEOUT))
     except (Kubectl, ValueError) as e:
         # NotFound right after the apply is not expected, but it is waited
         # for like an empty Secret; anything else is reported at the end.
@@ -184,7 +190,8 @@ def run(argv, out):
         sys.stderr.write(why + "\n")
         return 10
     try:
-        applied = kubectl(kc, "apply", "-f", "-", *(["--dry-run=server"] if dry else []), stdin=manifests)
+        applied = kubectl(kc, "apply", "-f", "-", REQUEST_TIMEOUT, *(["--dry-run=server"] if dry else []),
+                          stdin=manifests)
     except Kubectl as e:
         sys.stderr.write("%s\n" % e)
         return 11
