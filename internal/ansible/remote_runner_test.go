@@ -357,10 +357,17 @@ func TestCleanupStaleSparesUploads(t *testing.T) {
 			t.Fatal("no upload caught within a minute")
 		}
 	}
+	stopped := 0
 	for _, pid := range writer {
-		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		switch err := syscall.Kill(pid, syscall.SIGSTOP); {
+		case err == nil:
+			stopped++
+		case !errors.Is(err, syscall.ESRCH):
 			t.Fatal(err)
 		}
+	}
+	if stopped == 0 {
+		t.Fatalf("the processes writing the upload (%v) had exited before they could be stopped", writer)
 	}
 	cont := func() {
 		for _, pid := range writer {

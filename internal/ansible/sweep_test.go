@@ -89,7 +89,8 @@ func bundleHolder(t *testing.T, base, cluster string, env ...string) (*exec.Cmd,
 
 func kill(t *testing.T, cmd *exec.Cmd) {
 	t.Helper()
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	// A process that already exited needs no kill (os.ErrProcessDone).
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()

@@ -53,9 +53,7 @@ func TestClusterLock(t *testing.T) {
 	}
 
 	// SIGKILL: no deferred release, the holder record stays in the lock file.
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	first.signal(t, syscall.SIGKILL)
 	first.wait(t, time.Minute)
 	code, _, errs, _ = b.start(t, state, b.runArgs()...).wait(t, 2*time.Minute)
 	t.Logf("run after a SIGKILLed run: exit %d\n%s", code, errorOf(errs))
@@ -141,9 +139,7 @@ func TestClusterLockAcrossMachines(t *testing.T) {
 	// is refused until --break-lock, pointed at the killed run's record.
 	killed := b.start(t, t.TempDir(), b.runArgs()...)
 	killed.waitFor(t, "nfs_server : ", 3*time.Minute)
-	if err := killed.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	killed.signal(t, syscall.SIGKILL)
 	killed.wait(t, time.Minute)
 	eventually(t, 45*time.Second, func() string {
 		if left := b.staging(t); len(left) > 0 {
@@ -219,9 +215,7 @@ func TestTwoClustersOneAnsibleHost(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if err := second.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	second.signal(t, syscall.SIGSTOP)
 	stopped := true
 	defer func() {
 		if stopped {

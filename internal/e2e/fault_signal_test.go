@@ -37,9 +37,7 @@ func TestSIGTERMDuringRun(t *testing.T) {
 		t.Fatalf("during the run: staging directories %v on the Ansible host, local bundles %v; want one of each", staged, bundles)
 	}
 
-	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	r.signal(t, syscall.SIGTERM)
 	sent := time.Now()
 	code, out, errs, _ := r.wait(t, 2*time.Minute)
 	t.Logf("SIGTERM: exit %d %s after the signal\n%s", code, time.Since(sent).Round(time.Millisecond), errorOf(errs))

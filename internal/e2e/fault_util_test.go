@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,6 +78,39 @@ func startCmd(t *testing.T, cmd *exec.Cmd) *bgRun {
 		}
 	})
 	return r
+}
+
+// signal sends sig to the run. A run that already ended cannot take it:
+// the test, which needs it mid-run, fails saying so (not with os.Signal's
+// "process already finished").
+func (r *bgRun) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	select {
+	case <-r.done:
+		t.Fatalf("the run ended (exit %d) before it could be sent %s: the test needs it mid-run\n%s", r.code, sig, tail(r.stderr(), 20))
+	default:
+	}
+	if err := r.cmd.Process.Signal(sig); err != nil {
+		if errors.Is(err, os.ErrProcessDone) {
+			<-r.done
+			t.Fatalf("the run ended (exit %d) before it could be sent %s: the test needs it mid-run\n%s", r.code, sig, tail(r.stderr(), 20))
+		}
+		t.Fatalf("sending %s to the run: %v", sig, err)
+	}
+}
+
+// killOn sends SIGKILL to pids on a bed host and returns how many were
+// there to take it; a process that already exited (kill's "No such
+// process") is not an error.
+func (b *bed) killOn(t *testing.T, host string, pids ...string) int {
+	t.Helper()
+	out, err := b.try(host, append([]string{"sh", "-c", `n=0; for p; do kill -KILL "$p" 2>/dev/null && n=$((n+1)); done; echo $n`, "sh"}, pids...)...)
+	if err != nil {
+		t.Fatalf("killing %v on %s: %v %s", pids, host, err, out)
+	}
+	var n int
+	fmt.Sscan(strings.TrimSpace(out), &n)
+	return n
 }
 
 func (r *bgRun) stderr() string {
