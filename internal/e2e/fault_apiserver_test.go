@@ -14,7 +14,7 @@ var apiRule = []string{"ip", "rule", "add", "to", "10.231.0.1/32", "ipproto", "t
 
 func (b *bed) apiDown(t *testing.T) {
 	t.Helper()
-	t.Cleanup(func() { b.apiUp(t) })
+	t.Cleanup(b.apiUp)
 	b.exec(t, "master-0", apiRule...)
 	if _, err := b.try("master-0", kubectlArgv("get", "--raw", "/readyz", "--request-timeout=3s")...); err == nil {
 		t.Fatal("master-0 still reaches the API server with the rule in place")
@@ -30,8 +30,7 @@ func (b *bed) masterAPI(t *testing.T) string {
 }
 
 // apiUp removes the rule (every copy of it).
-func (b *bed) apiUp(t *testing.T) {
-	t.Helper()
+func (b *bed) apiUp() {
 	del := append([]string{"ip", "rule", "del"}, apiRule[3:]...)
 	for i := 0; i < 5; i++ {
 		if _, err := b.try("master-0", del...); err != nil {
@@ -55,7 +54,7 @@ func TestAPIServerDown(t *testing.T) {
 		r := b.start(t, "", args...)
 		r.waitFor(t, "pv_register : Check the PV parameters", 2*time.Minute)
 		time.Sleep(8 * time.Second)
-		b.apiUp(t)
+		b.apiUp()
 		up := time.Now()
 		code, _, errs, took := r.wait(t, 3*time.Minute)
 		t.Logf("API server back 8 s after pv_register started: exit %d in %s (%s after it came back)", code, took.Round(time.Millisecond), time.Since(up).Round(time.Millisecond))
@@ -86,7 +85,7 @@ func TestAPIServerDown(t *testing.T) {
 		if waited < 60*time.Second || waited > 90*time.Second {
 			t.Errorf("waited %s for the API server, want 60 s to 90 s", waited.Round(time.Millisecond))
 		}
-		b.apiUp(t)
+		b.apiUp()
 		if after := b.kubectl(t, "get", "pv", "-o", "jsonpath={range .items[*]}{.metadata.name} {.metadata.resourceVersion}{\"\\n\"}{end}"); after != before {
 			t.Errorf("the PVs changed:\nbefore:\n%s\nafter:\n%s", before, after)
 		}

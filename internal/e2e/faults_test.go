@@ -39,8 +39,8 @@ func (b *bed) nodeAt(t *testing.T, addr string) string {
 func TestWorkerSSHDown(t *testing.T) {
 	b := needBed(t)
 	name := b.nodeAt(t, "10.231.0.21") // worker-1
-	b.exec(t, "worker-1", "systemctl", "stop", "ssh.socket", "ssh.service")
 	t.Cleanup(func() { b.try("worker-1", "systemctl", "start", "ssh.service") })
+	b.exec(t, "worker-1", "systemctl", "stop", "ssh.socket", "ssh.service")
 	// Stopping ssh.service leaves established sessions alive, and with them
 	// the SSH master connection a run less than ControlPersist (60 s) ago
 	// left on the Ansible host: the next run would still reach worker-1

@@ -42,11 +42,12 @@ func TestHealStorageServer(t *testing.T) {
 	pvc := fmt.Sprintf(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":%q,"namespace":"default"},
 "spec":{"accessModes":["ReadWriteMany"],"storageClassName":"","volumeName":%q,"resources":{"requests":{"storage":"1Gi"}}}}`, claim, pv)
 	tmp := "/tmp/" + claim + ".json"
-	b.exec(t, "master-0", "sh", "-c", fmt.Sprintf("cat > %s <<'EOF'\n%s\nEOF\nchmod 644 %s", tmp, pvc, tmp))
-	b.kubectl(t, "apply", "-f", tmp)
 	t.Cleanup(func() {
+		b.try("master-0", "rm", "-f", tmp)
 		b.try("master-0", kubectlArgv("delete", "pvc", "-n", "default", claim, "--ignore-not-found")...)
 	})
+	b.exec(t, "master-0", "sh", "-c", fmt.Sprintf("cat > %s <<'EOF'\n%s\nEOF\nchmod 644 %s", tmp, pvc, tmp))
+	b.kubectl(t, "apply", "-f", tmp)
 	waitPhase(t, b, pv, "Bound")
 
 	code, _, errs, took := b.heatsible(t, b.opArgs("heal-start", "--storage-server")...)

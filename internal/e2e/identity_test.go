@@ -94,8 +94,8 @@ func TestVolumeIdentity(t *testing.T) {
 		b.cleanMount(t, mount)
 		id := fmt.Sprintf("5c51d15c-0000-4000-8000-%012d", nonce)
 		link := "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_" + id[:20]
-		b.exec(t, "storage", "sh", "-c", `mkdir -p /dev/disk/by-id && ln -sfn ../../hs-scsi "$1"`, "sh", link)
 		t.Cleanup(func() { b.try("storage", "rm", "-f", link) })
+		b.exec(t, "storage", "sh", "-c", `mkdir -p /dev/disk/by-id && ln -sfn ../../hs-scsi "$1"`, "sh", link)
 		code, _, errs, took := b.heatsible(t, b.withVolume(t, id, "/dev/vdz", mount, nil)...)
 		t.Logf("SCSI name only (Heat says /dev/vdz, which does not exist): exit %d in %s", code, took.Round(time.Millisecond))
 		if code != 0 {

@@ -408,8 +408,8 @@ func TestKubeadmStandInWorkerHeal(t *testing.T) {
 	// heal-start of a dead VM (its sshd stopped, the usual reason to heal):
 	// the other worker, booted from the same image, shows that its
 	// replacement can join; then drained, deleted; worker21 untouched.
-	b.exec(t, "worker-0", "systemctl", "stop", "ssh.socket", "ssh.service")
 	t.Cleanup(func() { b.try("worker-0", "systemctl", "start", "ssh.service") })
+	b.exec(t, "worker-0", "systemctl", "stop", "ssh.socket", "ssh.service")
 	b.try("ansible", "pkill", "-f", `\[mux\]`) // no SSH master connection left to reach it through
 	code, out, errs := b.runKubeadm(t, state, "heal-start", "--node", victim.Name)
 	outputs["heal-start stdout"], outputs["heal-start stderr"] = out, errs

@@ -91,8 +91,8 @@ func TestKubeconfigLayouts(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				b.exec(t, "master-0", "sh", "-c", `umask 077 && mkdir -p "$(dirname "$1")" && printf '%s' "$2" > "$1"`, "sh", own, string(kc))
 				t.Cleanup(func() { b.try("master-0", "rm", "-rf", filepath.Dir(own)) })
+				b.exec(t, "master-0", "sh", "-c", `umask 077 && mkdir -p "$(dirname "$1")" && printf '%s' "$2" > "$1"`, "sh", own, string(kc))
 			}
 			before := b.pvVersions(t)
 			args := b.runArgs("--role", "pv_register")

@@ -79,8 +79,8 @@ func TestNoServingFromBareMountPoint(t *testing.T) {
 	}
 	nonce := fmt.Sprintf("bare-%d", time.Now().UnixNano())
 	url := "nfs://10.231.0.11" + mount + "/"
-	b.exec(t, "worker-0", "sh", "-c", fmt.Sprintf("printf %s > /tmp/%s && nfs-cp /tmp/%s %s%s-before.txt", nonce, nonce, nonce, url, nonce))
 	t.Cleanup(func() { b.try("storage", "rm", "-f", mount+"/"+nonce+"-before.txt", mount+"/"+nonce+"-after.txt") })
+	b.exec(t, "worker-0", "sh", "-c", fmt.Sprintf("printf %s > /tmp/%s && nfs-cp /tmp/%s %s%s-before.txt", nonce, nonce, nonce, url, nonce))
 
 	// The reboot without the volume: the server stopped, the volume gone,
 	// the server started again (as systemd would at boot).

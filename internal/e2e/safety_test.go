@@ -133,8 +133,8 @@ func TestDataSurvives(t *testing.T) {
 func (b *bed) byIDLink(t *testing.T, id, dev string) string {
 	t.Helper()
 	link := "/dev/disk/by-id/virtio-" + id[:20]
-	b.exec(t, "storage", "sh", "-c", `mkdir -p /dev/disk/by-id && ln -sfn "../../${2#/dev/}" "$1"`, "sh", link, dev)
 	t.Cleanup(func() { b.try("storage", "rm", "-f", link) })
+	b.exec(t, "storage", "sh", "-c", `mkdir -p /dev/disk/by-id && ln -sfn "../../${2#/dev/}" "$1"`, "sh", link, dev)
 	return link
 }
 
@@ -184,8 +184,8 @@ func (b *bed) scratchDeviceNamed(t *testing.T, dev string, mb int64) string {
 	} else if _, err := fmt.Sscanf(string(out), "%x %x", &st.maj, &st.min); err != nil {
 		t.Fatal(err)
 	}
-	b.exec(t, "storage", "sh", "-c", fmt.Sprintf("rm -f %s && mknod -m 660 %s b %d %d && chgrp disk %s", dev, dev, st.maj, st.min, dev))
 	t.Cleanup(func() { b.try("storage", "rm", "-f", dev) })
+	b.exec(t, "storage", "sh", "-c", fmt.Sprintf("rm -f %s && mknod -m 660 %s b %d %d && chgrp disk %s", dev, dev, st.maj, st.min, dev))
 	return dev
 }
 
