@@ -82,6 +82,7 @@ func needBed(t *testing.T) *bed {
 			t.Fatalf("testbed/run/env has no %s", k)
 		}
 	}
+	b.bedGuard(t)
 	return b
 }
 
