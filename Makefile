@@ -5,13 +5,14 @@ GOFLAGS  ?=
 export GOTOOLCHAIN := local
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps unit role-tests test e2e lint demo clean bench-agent bench bench-plot
+.PHONY: help build deps unit role-tests test e2e e2e-repeat lint demo clean bench-agent bench bench-plot
 
 help:
 	@echo "make build          build $(BIN)"
 	@echo "make demo           install deps, bring the test bed up, run heatsible on it (fresh machine: ~20 min the first time)"
 	@echo "make test           everything: deps, test bed, unit + e2e tests, smoke, lint"
 	@echo "make unit           unit tests only (no test bed)"
+	@echo "make e2e-repeat TEST=TestX N=10   one end-to-end test N times in a row on the running bed (flake hunting)"
 	@echo "make lint           gofmt, go vet, ansible-lint, shellcheck"
 	@echo "make bench          heatsible against the sequential baseline on the test bed, N = BENCH_SIZES (default 2 8 16 32 64)"
 	@echo "make bench-plot     redraw bench/results.svg from bench/results.json"
@@ -48,6 +49,11 @@ lint:
 	ANSIBLE_FILTER_PLUGINS=$$(ls -d $(CURDIR)/roles/*/filter_plugins | paste -sd:) \
 	  ansible-lint --offline -c .ansible-lint roles/*/
 	shellcheck -x scripts/*.sh bench/*.sh testbed/bin/bed testbed/*/*.sh testbed/kubeadm/kubelet .ci/run roles/*/files/*.sh
+
+# One end-to-end test N times in a row on the running bed (scripts/e2e-repeat.sh).
+N ?= 5
+e2e-repeat:
+	scripts/e2e-repeat.sh "$(TEST)" "$(N)"
 
 demo: deps build
 	scripts/demo.sh
