@@ -254,11 +254,13 @@ start_mariadb() {
   mariadb-install-db --no-defaults --datadir="$DATA/mysql" --user="$(id -un)" \
     --auth-root-authentication-method=normal --skip-test-db > "$LOGS/mysql-install.log" 2>&1 \
     || die "mariadb-install-db failed, see $LOGS/mysql-install.log"
+  # Every daemon here starts with fds 3-9 closed: a caller's lock (bed's on
+  # fd 9, flock(1)'s on fd 3) must not outlive the caller in a daemon.
   setsid mariadbd --no-defaults --datadir="$DATA/mysql" --user="$(id -un)" \
     --bind-address=127.0.0.1 --port="$DB_PORT" --socket="$RUN/mysqld.sock" \
     --pid-file="$PIDS/mysqld.pid" --innodb-buffer-pool-size=64M --max-connections=200 \
     --skip-name-resolve --performance-schema=OFF --log-error="$LOGS/mysqld.err" \
-    > /dev/null 2>&1 < /dev/null 8>&- 9>&- &
+    > /dev/null 2>&1 < /dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
   echo $! > "$PIDS/mysqld.pid"
   wait_for 60 db_ok || die "mariadb did not start in 60 s, see $LOGS/mysqld.err"
   mariadb --socket="$RUN/mysqld.sock" -uroot <<EOF
@@ -287,7 +289,7 @@ start_keystone() {
     --http-socket "127.0.0.1:$KS_PORT" --wsgi-file /usr/bin/keystone-wsgi-public \
     --master --processes 1 --threads 4 --enable-threads --lazy-apps --die-on-term \
     --buffer-size 65535 --add-header "Connection: close" \
-    > "$LOGS/keystone-uwsgi.log" 2>&1 < /dev/null 8>&- 9>&- &
+    > "$LOGS/keystone-uwsgi.log" 2>&1 < /dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
   echo $! > "$PIDS/keystone.pid"
   wait_for 90 ks_ok || die "keystone did not answer in 90 s, see $LOGS/keystone-uwsgi.log"
   register_heat
@@ -335,7 +337,7 @@ start_heat() {
   heat-manage --config-file "$ETC/heat.conf" db_sync > "$LOGS/heat-manage.log" 2>&1 \
     || die "heat-manage db_sync failed, see $LOGS/heat-manage.log"
   HEATSIBLE_POOLS=$RUN/pools.json HEATSIBLE_ALLOC=$RUN/allocations.json \
-    setsid heat-all --config-file "$ETC/heat.conf" >> "$LOGS/heat-all.out" 2>&1 < /dev/null 8>&- 9>&- &
+    setsid heat-all --config-file "$ETC/heat.conf" >> "$LOGS/heat-all.out" 2>&1 < /dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
   echo $! > "$PIDS/heat-all.pid"
   wait_for 120 heat_ok || die "heat-all did not answer in 120 s, see $LOGS/heat.log"
 }
