@@ -8,6 +8,7 @@ import (
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/lcm"
 	"github.com/heatsible/heatsible/internal/params"
+	"github.com/heatsible/heatsible/internal/redact"
 )
 
 // inputs are the flags that say what to act on.
@@ -67,7 +68,7 @@ func (in *inputs) loadRequest(g *globals, requirePackage bool) (*params.Request,
 
 func warn(g *globals, req *params.Request) {
 	for _, w := range req.Warnings {
-		fmt.Fprintf(g.stderr, "heatsible: warning: %s\n", w)
+		fmt.Fprintf(g.stderr, "heatsible: warning: %s\n", redact.Terminal(w))
 	}
 }
 

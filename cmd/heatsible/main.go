@@ -128,16 +128,19 @@ code is 130 whatever the signal interrupted. A second one exits at once, with
 	return root
 }
 
-// report prints err for a human (or as JSON) on stderr.
+// report prints err for a human (or as JSON) on stderr. Every message is
+// passed through redact.Terminal: the values in it are quoted where they
+// were put in, and whatever slipped through unquoted still cannot drive
+// the terminal or forge a line (in -o json too, for whoever prints it).
 func report(g *globals, err error, code int) {
 	var ps params.Problems
 	hasProblems := errors.As(err, &ps)
 	if g.json() {
-		out := map[string]any{"ok": false, "exit_code": code, "error": err.Error()}
+		out := map[string]any{"ok": false, "exit_code": code, "error": redact.Terminal(err.Error())}
 		if hasProblems {
 			list := make([]map[string]string, len(ps))
 			for i, p := range ps {
-				list[i] = map[string]string{"path": p.Path, "message": p.Msg}
+				list[i] = map[string]string{"path": redact.Terminal(p.Path), "message": redact.Terminal(p.Msg)}
 			}
 			out["problems"] = list
 		}
@@ -151,11 +154,11 @@ func report(g *globals, err error, code int) {
 		}
 		fmt.Fprintf(g.stderr, "heatsible: invalid input, %d %s (nothing was touched):\n", len(ps), noun)
 		for _, p := range ps {
-			fmt.Fprintf(g.stderr, "  %s\n", p)
+			fmt.Fprintf(g.stderr, "  %s\n", redact.Terminal(p.String()))
 		}
 		return
 	}
-	fmt.Fprintf(g.stderr, "heatsible: %v\n", err)
+	fmt.Fprintf(g.stderr, "heatsible: %s\n", redact.Terminal(err.Error()))
 }
 
 func isUsageError(err error) bool {

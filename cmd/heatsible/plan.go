@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heatsible/heatsible/internal/lcm"
+	"github.com/heatsible/heatsible/internal/redact"
 )
 
 func newPlan(g *globals) *cobra.Command {
@@ -77,13 +78,15 @@ pattern, hosts, roles, runs/skip).`,
 
 // writePlan prints a plan for a human.
 func writePlan(w io.Writer, p *lcm.Plan, src lcm.Source) {
+	// The cluster name, the file and the stack are validated or the
+	// operator's own, but printed through redact.Terminal all the same.
 	from := "topology file " + src.TopologyFile + "; nothing was contacted"
 	if src.Stack != "" {
 		from = "Heat stack " + src.Stack + " (read); no node was contacted"
 	}
-	fmt.Fprintf(w, "%s on cluster %s (%s)\n", p.Operation, p.Cluster, from)
+	fmt.Fprintf(w, "%s on cluster %s (%s)\n", p.Operation, redact.Terminal(p.Cluster), redact.Terminal(from))
 	if p.Limit != "" {
-		fmt.Fprintf(w, "--limit %s\n", p.Limit)
+		fmt.Fprintf(w, "--limit %s\n", redact.Terminal(p.Limit))
 	}
 	if len(p.Tags) > 0 {
 		fmt.Fprintf(w, "--tags %s\n", strings.Join(p.Tags, ","))
@@ -148,7 +151,7 @@ func writePlan(w io.Writer, p *lcm.Plan, src lcm.Source) {
 	}
 	fmt.Fprintf(w, "\n%d of %d steps run, on %d hosts%s\n", runs, len(p.Steps), len(p.Hosts), hostList)
 	for _, warning := range p.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", warning)
+		fmt.Fprintf(w, "warning: %s\n", redact.Terminal(warning))
 	}
 	if k := p.Kubespray; k != nil {
 		writeKubespray(w, k)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/lcm"
+	"github.com/heatsible/heatsible/internal/redact"
 )
 
 func newTopology(g *globals) *cobra.Command {
@@ -37,7 +38,7 @@ operator can re-run without OpenStack access. The format is in docs/topology.md.
 				if err := t.Save(save); err != nil {
 					return fail.With(fail.Internal, err)
 				}
-				fmt.Fprintf(g.stderr, "heatsible: saved the topology of %s (%d nodes) to %s\n", t.Cluster, len(t.Nodes), save)
+				fmt.Fprintf(g.stderr, "heatsible: saved the topology of %s (%d nodes) to %s\n", redact.Terminal(t.Cluster), len(t.Nodes), redact.Terminal(save))
 			}
 			if g.json() {
 				enc := json.NewEncoder(g.stdout)

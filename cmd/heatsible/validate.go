@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/heatsible/heatsible/internal/redact"
 )
 
 func newValidate(g *globals) *cobra.Command {
@@ -36,7 +38,11 @@ Unknown fields are reported as warnings and do not fail validation.`,
 			if g.json() {
 				enc := json.NewEncoder(g.stdout)
 				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"ok": true, "warnings": append([]string{}, req.Warnings...), "note": note})
+				warnings := []string{}
+				for _, w := range req.Warnings {
+					warnings = append(warnings, redact.Terminal(w))
+				}
+				return enc.Encode(map[string]any{"ok": true, "warnings": warnings, "note": note})
 			}
 			if note != "" {
 				fmt.Fprintf(g.stderr, "heatsible: note: %s\n", note)

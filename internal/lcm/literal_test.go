@@ -21,14 +21,15 @@ import (
 )
 
 // literalCase is one hostile request for TestVarsReachAnsibleLiterally:
-// the passwords of master, worker, storage and external LB, the proxy URLs,
-// a Cinder volume id (from the topology) and a PV manifest annotation.
+// the passwords of master, worker, storage and external LB, the proxy URLs
+// and a PV manifest annotation. (A Cinder volume id from the topology was
+// one too until topology values got a grammar: one with '{' no longer
+// loads, TestParseRefusesHostileValues.)
 type literalCase struct {
 	name       string
 	passwords  [4]string
 	httpProxy  string
 	httpsProxy string
-	volumeID   string
 	annotation string
 }
 
@@ -36,8 +37,11 @@ type literalCase struct {
 // the value, or run the lookup that creates pwned on the machine that runs
 // Ansible); "broken" holds Jinja that does not parse (Ansible would fail,
 // quoting every password in its error). Both hold every character that
-// quoting gets wrong somewhere; validation accepts all of them (printable
-// UTF-8, no NUL or newline).
+// quoting gets wrong somewhere. Validation accepts the passwords (printable
+// UTF-8, no control character) and the annotation; the proxy URLs it
+// refuses (a proxy URL's grammar has no '{'), so the test sets them after
+// validation: should a value ever slip past a grammar, it still reaches
+// Ansible literally.
 func literalCases(pwned string) []literalCase {
 	evil := "{{ lookup('pipe', 'touch " + pwned + "') }}"
 	return []literalCase{{
@@ -50,7 +54,6 @@ func literalCases(pwned string) []literalCase {
 		},
 		httpProxy:  "http://proxy.example.com:3128/{{7*7}}",
 		httpsProxy: "http://user:pw@proxy.example.com:3128/{{lookup('env','HOME')}}",
-		volumeID:   "vol-" + evil,
 		annotation: evil + " {{ 7*7 }}",
 	}, {
 		name: "broken",
@@ -62,7 +65,6 @@ func literalCases(pwned string) []literalCase {
 		},
 		httpProxy:  "http://proxy.example.com:3128/{{7*7}}{#x",
 		httpsProxy: "http://user:pw@proxy.example.com:3128/{{",
-		volumeID:   "vol-{#",
 		annotation: "{% raw %}{{",
 	}}
 }
@@ -108,11 +110,11 @@ func testLiteral(t *testing.T, tc literalCase) {
 	req, topo := scaleFixture(t, "kubespray_lb")
 	c := &req.Cluster
 	c.MasterNode.Password, c.WorkerNode.Password, c.StorageServer.Password, c.ExternalLBParam.SSHPassword = tc.passwords[0], tc.passwords[1], tc.passwords[2], tc.passwords[3]
-	c.Proxy.HTTPProxy, c.Proxy.HTTPSProxy = tc.httpProxy, tc.httpsProxy
-	topo.Volumes[0].ID = tc.volumeID
 	if err := req.Validate(params.Options{PackageDir: pkg, RequirePackage: true}); err != nil {
 		t.Fatalf("the hostile request must pass validation: %v", err)
 	}
+	// Past the proxy URLs' grammar, which refuses these (see literalCase).
+	c.Proxy.HTTPProxy, c.Proxy.HTTPSProxy = tc.httpProxy, tc.httpsProxy
 	f, err := RenderOp(req, topo, pkg, Op{Name: OpInstantiateEnd}, "test")
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/heatsible/heatsible/internal/redact"
 	"github.com/heatsible/heatsible/internal/topology"
 )
 
@@ -190,13 +191,7 @@ func checkTree(n *yaml.Node, at string) error {
 
 // quote shows a value from the manifest in a message, escaped and cut short
 // so a hostile manifest can neither flood the terminal nor forge lines.
-func quote(v string) string {
-	const max = 80
-	if len(v) > max {
-		return fmt.Sprintf("%q... (%d bytes)", v[:max], len(v))
-	}
-	return fmt.Sprintf("%q", v)
-}
+func quote(v string) string { return redact.Quote(v) }
 
 // Prepare returns the manifest as heatsible applies it: for an NFS PV,
 // spec.nfs.server set to server (which must be an IP address or a host

@@ -9,8 +9,11 @@ import (
 	"net/netip"
 	"os"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/heatsible/heatsible/internal/redact"
 )
 
 // Prefix is the JSON path of the cluster parameters; every problem and
@@ -196,7 +199,7 @@ func (d decoder) decode(path string, v any, dst reflect.Value) {
 		for _, k := range keys {
 			i, ok := fields[k]
 			if !ok {
-				*d.warn = append(*d.warn, fmt.Sprintf("%s.%s: unknown field, ignored (misspelt?)", path, k))
+				*d.warn = append(*d.warn, fmt.Sprintf("%s: unknown field, ignored (misspelt?)", joinKey(path, k)))
 				continue
 			}
 			d.decode(path+"."+k, m[k], dst.Field(i))
@@ -236,12 +239,7 @@ func duplicateKeys(data []byte) []string {
 		expectKey bool   // objects: the next string is a key
 		index     int    // lists: the index of the next element
 	}
-	join := func(path, key string) string {
-		if path == "" {
-			return key
-		}
-		return path + "." + key
-	}
+	join := joinKey
 	var stack []*frame
 	var dups []string
 	// next returns the path of the value that starts now in the container
@@ -287,6 +285,24 @@ func duplicateKeys(data []byte) []string {
 		}
 		next()
 	}
+}
+
+// plainKey is an object key that a JSON path shows as it is.
+var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// joinKey is the JSON path of key in the object at path: "path.key", or
+// path["key"] with the key escaped and cut (redact.Quote) when it holds
+// anything but letters, digits, '_' and '-'. A key is the user's text: in a
+// warning or a problem's path it must not drive the terminal or forge a
+// line.
+func joinKey(path, key string) string {
+	if !plainKey.MatchString(key) {
+		return path + "[" + redact.Quote(key) + "]"
+	}
+	if path == "" {
+		return key
+	}
+	return path + "." + key
 }
 
 func jsonKind(v any) string {

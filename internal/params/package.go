@@ -27,7 +27,7 @@ func openPackageFile(pkgDir, rel string) (*os.File, error) {
 		return nil, packageFileError(pkgDir, rel, err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%q is not a regular file", rel)
+		return nil, fmt.Errorf("%s is not a regular file", quote(rel))
 	}
 	f, err := root.Open(name)
 	if err != nil {
@@ -50,17 +50,17 @@ func packageFileError(pkgDir, rel string, err error) error {
 		at = filepath.Join(at, part)
 		if target, lerr := os.Readlink(at); lerr == nil && filepath.IsAbs(target) {
 			r, _ := filepath.Rel(dir, at)
-			return fmt.Errorf("%q is an absolute symlink (to %s): package files are read through a root that refuses absolute links; make it relative (ln -sr)", filepath.ToSlash(r), target)
+			return fmt.Errorf("%s is an absolute symlink (to %s): package files are read through a root that refuses absolute links; make it relative (ln -sr)", quote(filepath.ToSlash(r)), quote(target))
 		}
 	}
 	p, perr := filepath.EvalSymlinks(filepath.Join(dir, filepath.FromSlash(rel)))
 	if perr != nil {
-		return fmt.Errorf("%q does not exist in the VNF package directory %s", rel, pkgDir)
+		return fmt.Errorf("%s does not exist in the VNF package directory %s", quote(rel), pkgDir)
 	}
 	if r, rerr := filepath.Rel(dir, p); rerr != nil || r == ".." || strings.HasPrefix(r, "../") {
-		return fmt.Errorf("%q resolves to %s, outside the VNF package directory; a symlink may not leave the package", rel, p)
+		return fmt.Errorf("%s resolves to %s, outside the VNF package directory; a symlink may not leave the package", quote(rel), p)
 	}
-	return fmt.Errorf("%q: %v", rel, err)
+	return fmt.Errorf("%s: %v", quote(rel), err)
 }
 
 // ReadManifest reads and checks the PersistentVolume manifest at rel inside
@@ -72,7 +72,7 @@ func ReadManifest(pkgDir, rel string) (*manifest.PV, error) {
 	}
 	pv, err := manifest.Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("manifest %q %v", rel, err)
+		return nil, fmt.Errorf("manifest %s %v", quote(rel), err)
 	}
 	return pv, nil
 }
@@ -87,7 +87,7 @@ func readPackageFile(pkgDir, rel string, max int64) ([]byte, error) {
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
-		return nil, fmt.Errorf("%q: %v", rel, err)
+		return nil, fmt.Errorf("%s: %v", quote(rel), err)
 	}
 	return data, nil
 }
@@ -105,7 +105,7 @@ func ReadPackageFile(pkgDir, rel string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%q is larger than %d bytes", rel, max)
+		return nil, fmt.Errorf("%s is larger than %d bytes", quote(rel), max)
 	}
 	return data, nil
 }

@@ -42,7 +42,7 @@ func TestReadPackageFileRoot(t *testing.T) {
 		{"Files/f.yaml", "inside\n", ""},
 		{"./Files/rel.yaml", "inside\n", ""},
 		{"Files/escape.yaml", "", "outside the VNF package directory; a symlink may not leave the package"},
-		{"Files/abs.yaml", "", "is an absolute symlink (to " + filepath.Join(pkg, "Files", "f.yaml") + "): package files are read through a root that refuses absolute links; make it relative (ln -sr)"},
+		{"Files/abs.yaml", "", "is an absolute symlink (to \"" + filepath.Join(pkg, "Files", "f.yaml") + "\"): package files are read through a root that refuses absolute links; make it relative (ln -sr)"},
 		{"Files/missing.yaml", "", "does not exist in the VNF package directory"},
 		{"Files/fifo.yaml", "", "is not a regular file"},
 		{"Files", "", "is not a regular file"},

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/heatsible/heatsible/internal/manifest"
+	"github.com/heatsible/heatsible/internal/redact"
 	"github.com/heatsible/heatsible/internal/topology"
 )
 
@@ -35,7 +36,7 @@ var (
 	// resourceName is a Heat resource / CP / aspect name as Tacker writes
 	// them. Narrower than Heat allows, on purpose: these names end up in
 	// Ansible variables and log lines.
-	resourceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,254}$`)
+	resourceName = topology.ResourceName
 	userName     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,31}$`)
 	// safePath is the character set allowed in paths on the VMs: they are
 	// written into /etc/exports, fstab and ganesha.conf, where a space, a
@@ -105,7 +106,7 @@ func (r *Request) Validate(opts Options) error {
 			ps.add(pp+".nfs_server_cp", "is missing; %s is an NFS PersistentVolume, whose spec.nfs.server heatsible sets to this CP's address: give the storage server's CP name", pv.Name)
 		}
 		if j, dup := pvNames[pv.Name]; dup {
-			ps.add(pp+".pv_manifest_file_path", "defines the PV %q, as pv_registration_params[%d] does; give each PV its own name", pv.Name, j)
+			ps.add(pp+".pv_manifest_file_path", "defines the PV %s, as pv_registration_params[%d] does; give each PV its own name", quote(pv.Name), j)
 		}
 		pvNames[pv.Name] = i
 	}
@@ -237,7 +238,7 @@ func validateStorage(ps *Problems, p string, s *StorageServer) {
 	switch s.NFSServerImpl {
 	case "", "kernel", "ganesha":
 	default:
-		ps.add(p+".nfs_server_impl", "%q is neither \"kernel\" nor \"ganesha\"", s.NFSServerImpl)
+		ps.add(p+".nfs_server_impl", "%s is neither \"kernel\" nor \"ganesha\"", quote(s.NFSServerImpl))
 	}
 	switch s.VolumeIdentification {
 	case "", VolumeByID, VolumeByDeviceName:
@@ -258,7 +259,7 @@ func validateStorage(ps *Problems, p string, s *StorageServer) {
 		vp := fmt.Sprintf("%s.cinder_volume_setup_params[%d]", p, i)
 		if checkName(ps, vp+".volume_resource_id", v.VolumeResourceID, true) {
 			if j, dup := resources[v.VolumeResourceID]; dup {
-				ps.add(vp+".volume_resource_id", "%q is also cinder_volume_setup_params[%d]; mount each volume once", v.VolumeResourceID, j)
+				ps.add(vp+".volume_resource_id", "%s is also cinder_volume_setup_params[%d]; mount each volume once", quote(v.VolumeResourceID), j)
 			}
 			resources[v.VolumeResourceID] = i
 		}
@@ -266,7 +267,7 @@ func validateStorage(ps *Problems, p string, s *StorageServer) {
 			continue
 		}
 		if j, dup := mounts[v.MountTo]; dup {
-			ps.add(vp+".mount_to", "%q is also cinder_volume_setup_params[%d].mount_to; give each volume its own directory", v.MountTo, j)
+			ps.add(vp+".mount_to", "%s is also cinder_volume_setup_params[%d].mount_to; give each volume its own directory", quote(v.MountTo), j)
 			continue
 		}
 		mounts[v.MountTo] = i
@@ -281,11 +282,11 @@ func validateStorage(ps *Problems, p string, s *StorageServer) {
 		ep := fmt.Sprintf("%s.nfs_server_setup_params[%d]", p, i)
 		if checkPath(ps, ep+".export_dir", e.ExportDir, true) {
 			if j, dup := exports[e.ExportDir]; dup {
-				ps.add(ep+".export_dir", "%q is also nfs_server_setup_params[%d].export_dir; export each directory once (list several clients by giving a CIDR that covers them)", e.ExportDir, j)
+				ps.add(ep+".export_dir", "%s is also nfs_server_setup_params[%d].export_dir; export each directory once (list several clients by giving a CIDR that covers them)", quote(e.ExportDir), j)
 			}
 			exports[e.ExportDir] = i
 			if len(goodMounts) > 0 && under(e.ExportDir, goodMounts) == "" {
-				ps.add(ep+".export_dir", "%q is not on any volume (mount_to: %s); its data would land on the server's root disk and be lost on heal. Put it under a mount_to", e.ExportDir, strings.Join(goodMounts, ", "))
+				ps.add(ep+".export_dir", "%s is not on any volume (mount_to: %s); its data would land on the server's root disk and be lost on heal. Put it under a mount_to", quote(e.ExportDir), strings.Join(goodMounts, ", "))
 			}
 		}
 		checkExportTo(ps, ep+".export_to", e.ExportTo)
@@ -294,7 +295,7 @@ func validateStorage(ps *Problems, p string, s *StorageServer) {
 		} else if e.ExportOptions != "" {
 			for _, o := range strings.Split(e.ExportOptions, ",") {
 				if !exportOption.MatchString(o) {
-					ps.add(ep+".export_options", "has the option %q; write comma-separated NFS export options such as rw,sync,no_subtree_check (no spaces or parentheses)", o)
+					ps.add(ep+".export_options", "has the option %s; write comma-separated NFS export options such as rw,sync,no_subtree_check (no spaces or parentheses)", quote(o))
 					break
 				}
 			}
@@ -426,6 +427,10 @@ func checkExportTo(ps *Problems, p, v string) {
 		}
 		return
 	}
+	if msg := topology.ZoneProblem(v); msg != "" {
+		ps.add(p, "%s", msg)
+		return
+	}
 	if _, err := netip.ParseAddr(v); err == nil {
 		return
 	}
@@ -453,6 +458,10 @@ func checkHost(ps *Problems, p, v string, required bool) {
 		}
 		return
 	}
+	if msg := topology.ZoneProblem(v); msg != "" {
+		ps.add(p, "%s", msg)
+		return
+	}
 	if !topology.ValidAddress(v) {
 		ps.add(p, "%s is not an IP address or host name", quote(v))
 		return
@@ -467,11 +476,11 @@ func checkHost(ps *Problems, p, v string, required bool) {
 func systemDirProblem(dir string) string {
 	for _, d := range systemDirs {
 		if dir == d {
-			return fmt.Sprintf("%q is a system directory; mounting a volume there hides the system's own files. Use a directory of its own, e.g. /volume", dir)
+			return fmt.Sprintf("%s is a system directory; mounting a volume there hides the system's own files. Use a directory of its own, e.g. /volume", quote(dir))
 		}
 	}
 	if t := under(dir, systemTrees); t != "" {
-		return fmt.Sprintf("%q is inside the system directory %s; use a directory of its own, e.g. /volume", dir, t)
+		return fmt.Sprintf("%s is inside the system directory %s; use a directory of its own, e.g. /volume", quote(dir), t)
 	}
 	return ""
 }
@@ -566,13 +575,7 @@ func isPort(s string) bool {
 
 // quote shows a user's value in an error message, escaped and cut short so a
 // hostile value cannot flood the terminal or forge further lines.
-func quote(v string) string {
-	const max = 80
-	if len(v) > max {
-		return fmt.Sprintf("%q... (%d bytes)", v[:max], len(v))
-	}
-	return fmt.Sprintf("%q", v)
-}
+func quote(v string) string { return redact.Quote(v) }
 
 // ValidateTopology checks that every name the request refers to exists in
 // the discovered (or loaded) topology. It runs once the topology is known,

@@ -19,6 +19,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/heatsible/heatsible/internal/redact"
 )
 
 // Role is what a node does in the cluster.
@@ -98,12 +100,25 @@ func SanitizeName(s string) string {
 	return out
 }
 
-// ValidAddress reports whether s is an IP address or a DNS host name.
+// ValidAddress reports whether s is an IP address or a DNS host name. An
+// IPv6 address with a zone ("fe80::1%eth0") is not one: Go's parser takes
+// any text after the '%' (spaces, export options, Jinja, a newline), and no
+// value heatsible hands on (an exports line, an inventory, a PV's server,
+// kubespray's certificates) can use a zone.
 func ValidAddress(s string) bool {
-	if _, err := netip.ParseAddr(s); err == nil {
-		return true
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Zone() == ""
 	}
 	return ValidHostname(s)
+}
+
+// ZoneProblem says what is wrong with an address that carries an IPv6
+// zone, or "" when s has none. The message never shows the zone's text.
+func ZoneProblem(s string) string {
+	if a, err := netip.ParseAddr(s); err == nil && a.Zone() != "" {
+		return fmt.Sprintf("is an IPv6 address with a zone (%s%%...); a zone names an interface of one machine, which no other machine can use: give the address without it", a.WithZone(""))
+	}
+	return ""
 }
 
 var hostLabel = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
@@ -124,12 +139,41 @@ func ValidHostname(s string) bool {
 	return strings.Trim(last, "0123456789") != ""
 }
 
+// The grammars of a topology's values: the same whether the value was read
+// from Heat (internal/heat validates what it discovered with Validate) or
+// from a file. Each is narrower than what Heat, Nova or Cinder allow,
+// because the values end up in inventories, playbooks, file names on the
+// storage server (/dev/disk/by-id/virtio-<id>) and messages.
+var (
+	// clusterName is a Heat stack name (Heat: a letter, then letters,
+	// digits, '_', '-', '.').
+	clusterName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,254}$`)
+	// stackRef is a stack id, name, or "name/id".
+	stackRef = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}(/[A-Za-z0-9][A-Za-z0-9_.-]{0,254})?$`)
+	// ResourceName is a Heat resource name as Tacker writes them (CPs,
+	// volumes, group members); the request's names follow it too.
+	ResourceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,254}$`)
+	// openstackID is a Nova server, Heat stack or Cinder volume id: a UUID
+	// in practice; letters, digits and '-' in any case.
+	openstackID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,254}$`)
+	// devicePath is a device node under /dev: clean, no '..', no spaces,
+	// quotes, globs or shell characters ("/dev/disk/by-path/pci-0000:00:05.0").
+	devicePath = regexp.MustCompile(`^/dev(/[A-Za-z0-9_+:-][A-Za-z0-9_.+:-]*)+$`)
+)
+
 // Validate returns every problem in t, each naming its field.
 func (t *Topology) Validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if t.Cluster == "" {
+	q := redact.Quote
+	switch {
+	case t.Cluster == "":
 		add("topology.cluster: is empty; set the cluster name")
+	case !clusterName.MatchString(t.Cluster):
+		add("topology.cluster: %s is not a Heat stack name; use a letter, then ASCII letters, digits, '_', '-' and '.' (at most 255)", q(t.Cluster))
+	}
+	if t.Stack != "" && !stackRef.MatchString(t.Stack) {
+		add("topology.stack: %s is not a Heat stack name or id (NAME, ID or NAME/ID: ASCII letters, digits, '_', '-' and '.')", q(t.Stack))
 	}
 	if len(t.Nodes) == 0 {
 		add("topology.nodes: is empty; a cluster needs at least one master")
@@ -139,10 +183,9 @@ func (t *Topology) Validate() error {
 	for i, n := range t.Nodes {
 		p := fmt.Sprintf("topology.nodes[%d]", i)
 		if !nodeName.MatchString(n.Name) {
-			add("%s.name: %q is not a DNS-1123 label (lower-case letters, digits and '-', at most 63)", p, n.Name)
-		}
-		if j, dup := seen[n.Name]; dup {
-			add("%s.name: %q is also nodes[%d].name; node names must be unique", p, n.Name, j)
+			add("%s.name: %s is not a DNS-1123 label (lower-case letters, digits and '-', at most 63)", p, q(n.Name))
+		} else if j, dup := seen[n.Name]; dup {
+			add("%s.name: %s is also nodes[%d].name; node names must be unique", p, q(n.Name), j)
 		}
 		seen[n.Name] = i
 		switch n.Role {
@@ -150,36 +193,76 @@ func (t *Topology) Validate() error {
 			masters++
 		case RoleWorker, RoleStorage, RoleExternalLB:
 		default:
-			add("%s.role: %q is not one of master, worker, storage, external_lb", p, n.Role)
+			add("%s.role: %s is not one of master, worker, storage, external_lb", p, q(string(n.Role)))
 		}
-		if !ValidAddress(n.SSHAddress) {
-			add("%s.ssh_address: %q is not an IP address or host name", p, n.SSHAddress)
+		checkAddress(add, p+".ssh_address", n.SSHAddress)
+		checkAddress(add, p+".address", n.Address)
+		if n.ServerID != "" && !openstackID.MatchString(n.ServerID) {
+			add("%s.server_id: %s is not a Nova server id (a UUID: ASCII letters, digits and '-')", p, q(n.ServerID))
 		}
-		if !ValidAddress(n.Address) {
-			add("%s.address: %q is not an IP address or host name", p, n.Address)
+		if n.Member != "" && !ResourceName.MatchString(n.Member) {
+			add("%s.member: %s is not a Heat resource name (ASCII letters, digits, '_', '-', '.' and ':')", p, q(n.Member))
+		}
+		if n.MemberStackID != "" && !openstackID.MatchString(n.MemberStackID) {
+			add("%s.member_stack_id: %s is not a Heat stack id (a UUID: ASCII letters, digits and '-')", p, q(n.MemberStackID))
 		}
 	}
 	if len(t.Nodes) > 0 && masters == 0 {
 		add("topology.nodes: has no node with role master")
 	}
 	for _, name := range sortedKeys(t.CPs) {
-		if !ValidAddress(t.CPs[name]) {
-			add("topology.cps.%s: %q is not an IP address or host name", name, t.CPs[name])
+		p := "topology.cps." + name
+		if !ResourceName.MatchString(name) {
+			p = "topology.cps[" + q(name) + "]"
+			add("%s: the CP name is not a Heat resource name (ASCII letters, digits, '_', '-', '.' and ':')", p)
 		}
+		checkAddress(add, p, t.CPs[name])
 	}
+	resources := map[string]int{}
 	for i, v := range t.Volumes {
 		p := fmt.Sprintf("topology.volumes[%d]", i)
-		if v.Resource == "" {
+		switch {
+		case v.Resource == "":
 			add("%s.resource: is empty; set the Heat resource name of the volume", p)
+		case !ResourceName.MatchString(v.Resource):
+			add("%s.resource: %s is not a Heat resource name (ASCII letters, digits, '_', '-', '.' and ':')", p, q(v.Resource))
+		default:
+			if j, dup := resources[v.Resource]; dup {
+				add("%s.resource: %s is also volumes[%d].resource; list each volume once", p, q(v.Resource), j)
+			}
+			resources[v.Resource] = i
 		}
-		if v.ID == "" {
+		switch {
+		case v.ID == "":
 			add("%s.id: is empty; set the Cinder volume id", p)
+		case !openstackID.MatchString(v.ID):
+			add("%s.id: %s is not a Cinder volume id (a UUID: ASCII letters, digits and '-'); the storage server finds the disk by it", p, q(v.ID))
 		}
-		if v.Device != "" && (!strings.HasPrefix(v.Device, "/dev/") || strings.ContainsAny(v.Device, " \t\n;|&$`'\"\\")) {
-			add("%s.device: %q is not a /dev path", p, v.Device)
+		if v.Device != "" && (!devicePath.MatchString(v.Device) || hasDotDot(v.Device)) {
+			add("%s.device: %s is not a /dev path (e.g. /dev/vdb: ASCII letters, digits, '_', '.', '+', ':' and '-', no '..')", p, q(v.Device))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkAddress adds a problem when v is not an IP address or host name.
+func checkAddress(add func(string, ...any), p, v string) {
+	if msg := ZoneProblem(v); msg != "" {
+		add("%s: %s", p, msg)
+		return
+	}
+	if !ValidAddress(v) {
+		add("%s: %s is not an IP address or host name", p, redact.Quote(v))
+	}
+}
+
+func hasDotDot(p string) bool {
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." || part == "." {
+			return true
+		}
+	}
+	return false
 }
 
 // ByRole returns the nodes with role r, in file order.

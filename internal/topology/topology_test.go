@@ -78,3 +78,62 @@ func TestLoadTooLarge(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestParseRefusesHostileValues: every value of a topology file is checked
+// at load, with its path, by the rules values read from Heat follow: a CP
+// address, a volume id, a device path, a cluster or CP name holding shell,
+// Jinja, CR, a newline or an IPv6 zone is refused before any host is
+// touched. (On b6df54c all of these but the device with ';' loaded.)
+func TestParseRefusesHostileValues(t *testing.T) {
+	const base = "cluster: c\nstack: c/5f7c0a1e-0000-4000-8000-0000000000b0\nnodes:\n" +
+		"  - {name: m, role: master, ssh_address: 10.0.0.1, address: 10.0.0.1, server_id: 0b0e8f4c-0000-4000-8000-0000000000a0, member: m0a1b2c3d4e5, member_stack_id: 5f7c0a1e-0000-4000-8000-0000000000b0}\n" +
+		"cps:\n  cp_1: 10.0.0.2\n" +
+		"volumes:\n  - {resource: vol, id: 5b1d3a2c-0000-4000-8000-000000000001, device: /dev/disk/by-path/pci-0000:00:05.0}\n"
+	if _, err := Parse([]byte(base)); err != nil {
+		t.Fatalf("the base topology: %v", err)
+	}
+	for _, tt := range []struct{ name, from, to, path string }{
+		{"cluster shell", "cluster: c", `cluster: "c; touch /tmp/x"`, "topology.cluster"},
+		{"cluster newline", "cluster: c", `cluster: "c\nx"`, "topology.cluster"},
+		{"cluster ESC", "cluster: c", `cluster: "c\e[2J"`, "topology.cluster"},
+		{"stack jinja", "stack: c/5f7c0a1e-0000-4000-8000-0000000000b0", `stack: "c/{{ lookup('pipe','id') }}5f7c"`, "topology.stack"},
+		{"ssh address zone", "ssh_address: 10.0.0.1", `ssh_address: "fe80::1%eth0 -oProxyCommand=x"`, "topology.nodes[0].ssh_address"},
+		{"address zone", ", address: 10.0.0.1,", `, address: "fe80::1%{{ 7*7 }}",`, "topology.nodes[0].address"},
+		{"address newline zone", ", address: 10.0.0.1,", `, address: "fe80::1%a\nb",`, "topology.nodes[0].address"},
+		{"server id shell", "server_id: 0b0e8f4c-0000-4000-8000-0000000000a0", `server_id: "$(reboot)0b0e8f4c"`, "topology.nodes[0].server_id"},
+		{"member CR", "member: m0a1b2c3d4e5", `member: "m\r0a1"`, "topology.nodes[0].member"},
+		{"member stack id jinja", "member_stack_id: 5f7c0a1e-0000-4000-8000-0000000000b0", `member_stack_id: "{{x}}5f7c"`, "topology.nodes[0].member_stack_id"},
+		{"CP address zone", "cp_1: 10.0.0.2", `cp_1: "fe80::2%eth0 rw,no_root_squash"`, "topology.cps.cp_1"},
+		{"CP address newline", "cp_1: 10.0.0.2", `cp_1: "10.0.0.2\n10.0.0.3"`, "topology.cps.cp_1"},
+		{"CP name shell", "cp_1: 10.0.0.2", `"cp;reboot": 10.0.0.2`, `topology.cps["cp;reboot"]`},
+		{"CP name bidi", "cp_1: 10.0.0.2", `"cp\u202e1": 10.0.0.2`, `topology.cps["cp\u202e1"]`},
+		{"volume resource newline", "resource: vol", `resource: "vol\nx"`, "topology.volumes[0].resource"},
+		{"volume id shell", "id: 5b1d3a2c-0000-4000-8000-000000000001", `id: "$(touch /tmp/x)5b1d"`, "topology.volumes[0].id"},
+		{"volume id jinja", "id: 5b1d3a2c-0000-4000-8000-000000000001", `id: "{{ 7*7 }}5b1d"`, "topology.volumes[0].id"},
+		{"volume id slash", "id: 5b1d3a2c-0000-4000-8000-000000000001", `id: "../../sda5b1d"`, "topology.volumes[0].id"},
+		{"volume id CR", "id: 5b1d3a2c-0000-4000-8000-000000000001", `id: "\r5b1d"`, "topology.volumes[0].id"},
+		{"device newline", "device: /dev/disk/by-path/pci-0000:00:05.0", `device: "/dev/vdb\n/dev/vda"`, "topology.volumes[0].device"},
+		{"device jinja", "device: /dev/disk/by-path/pci-0000:00:05.0", `device: "/dev/{{ 7*7 }}"`, "topology.volumes[0].device"},
+		{"device traversal", "device: /dev/disk/by-path/pci-0000:00:05.0", `device: /dev/../etc/passwd`, "topology.volumes[0].device"},
+		{"device glob", "device: /dev/disk/by-path/pci-0000:00:05.0", `device: "/dev/vd*"`, "topology.volumes[0].device"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if !strings.Contains(base, tt.from) {
+				t.Fatalf("%q is not in the base", tt.from)
+			}
+			_, err := Parse([]byte(strings.Replace(base, tt.from, tt.to, 1)))
+			if err == nil {
+				t.Fatalf("loaded; want a refusal naming %s", tt.path)
+			}
+			if !strings.Contains(err.Error(), tt.path+": ") {
+				t.Errorf("the refusal does not name %s:\n%v", tt.path, err)
+			}
+			for _, r := range err.Error() {
+				if r != '\n' && (r < 0x20 || r == 0x7f || r == 0x202e) {
+					t.Errorf("the refusal holds %U unescaped: %q", r, err.Error())
+					break
+				}
+			}
+		})
+	}
+}
