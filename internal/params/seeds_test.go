@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/heatsible/heatsible/internal/topology"
 )
 
 // seedBodies are the sample request bodies of the seed documents
@@ -202,6 +204,40 @@ func TestKubesprayCIDRs(t *testing.T) {
 			t.Errorf("kubespray %v, pod_cidr %s: %v", tc.kubespray, tc.pod, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("kubespray %v, pod_cidr %s: %v, want %q", tc.kubespray, tc.pod, err, tc.want)
+		}
+	}
+}
+
+// TestKubesprayNodeAddressesAreIPs: kubespray takes a node's ip and
+// access_ip (heatsible's address) as IP addresses: etcd's certificate lists
+// them as IP SANs (roles/etcd/templates/openssl.conf.j2), the kubelet
+// binds to it. A host name there is refused with its topology path when
+// the request drives kubespray, and accepted otherwise (heatsible's roles
+// take either). The SSH address may stay a host name.
+func TestKubesprayNodeAddressesAreIPs(t *testing.T) {
+	topo, err := topology.Load(filepath.Join(testdata, "seeds", "topology-kubespray.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo.Nodes[1].Address = "worker-1.cluster.example"
+	topo.Nodes[2].SSHAddress = "worker-2.example.com"
+	for _, kubespray := range []bool{true, false} {
+		req, err := Load(filepath.Join(testdata, "seeds", "kubespray-spec.concrete.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !kubespray {
+			req.Cluster.Ansible.KubesprayRootPath, req.Cluster.Ansible.TransferringInventoryPath = "", ""
+		}
+		err = req.ValidateTopology(topo)
+		want := `topology.nodes[1].address: "worker-1.cluster.example" is a host name; kubespray takes a node's ip and access_ip as IP addresses`
+		switch {
+		case kubespray && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("with kubespray: %v, want %q", err, want)
+		case kubespray && strings.Contains(err.Error(), "nodes[2]"):
+			t.Errorf("with kubespray, the SSH address was refused: %v", err)
+		case !kubespray && err != nil:
+			t.Errorf("without kubespray: %v", err)
 		}
 	}
 }

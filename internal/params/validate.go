@@ -3,7 +3,6 @@ package params
 import (
 	"fmt"
 	"net/netip"
-	"net/url"
 	"path"
 	"regexp"
 	"sort"
@@ -44,7 +43,6 @@ var (
 	safePath = regexp.MustCompile(`^[A-Za-z0-9_./@+-]+$`)
 	// exportOption is one NFS export option (rw, sync, anonuid=65534, ...).
 	exportOption = regexp.MustCompile(`^[a-z_]+(=[A-Za-z0-9_:./-]+)?$`)
-	noProxyItem  = regexp.MustCompile(`^[A-Za-z0-9_.:/*-]+$`)
 )
 
 // systemDirs may not be a mount_to: mounting a volume there hides the system's
@@ -192,40 +190,6 @@ func KubeconfigProblem(v string) string {
 		return fmt.Sprintf("%s is a directory; give the kubeconfig file's path, e.g. /etc/kubernetes/admin.conf", quote(v))
 	}
 	return ""
-}
-
-func validateProxy(ps *Problems, p string, pr *Proxy) {
-	for _, f := range []struct{ name, v string }{{"http_proxy", pr.HTTPProxy}, {"https_proxy", pr.HTTPSProxy}} {
-		if f.v == "" {
-			continue
-		}
-		if len(f.v) > maxURL {
-			ps.add(p+"."+f.name, "is %d characters long; the limit is %d", len(f.v), maxURL)
-			continue
-		}
-		u, err := url.Parse(f.v)
-		if port, ok := badPort(f.v); err != nil && ok {
-			// url.Parse's own message quotes the URL, password and all.
-			ps.add(p+"."+f.name, "has port %s, which is not a number from 1 to 65535; write it as http://[user:password@]host:port", quote(port))
-			continue
-		}
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || hasControl(f.v) || strings.ContainsAny(f.v, " \t") {
-			ps.add(p+"."+f.name, "is not an http:// or https:// URL with a host; write it as http://[user:password@]host:port")
-			continue
-		}
-		if port := u.Port(); port != "" && !isPort(port) {
-			ps.add(p+"."+f.name, "has port %q, which is not a number from 1 to 65535", port)
-		}
-	}
-	if pr.NoProxy != "" {
-		for _, item := range strings.Split(pr.NoProxy, ",") {
-			if !noProxyItem.MatchString(item) {
-				ps.add(p+".no_proxy", "has the entry %q; write a comma-separated list of hosts, domains or CIDRs with no spaces", item)
-				break
-			}
-		}
-	}
-	checkCIDR(ps, p+".k8s_node_cidr", pr.K8sNodeCIDR, false)
 }
 
 func validateStorage(ps *Problems, p string, s *StorageServer) {
@@ -528,37 +492,6 @@ func hasInvisible(s string) bool {
 	return false
 }
 
-// badPort finds the port of a URL that url.Parse refused, such as the
-// seeds' "http://user1:password1@host1:port1": ok when the authority has a
-// port and it is no number from 1 to 65535. The port is taken after the
-// last '@' (a password may hold '/', '?' or '@' unescaped), and returned
-// only when it is a short word: whatever else it holds is never echoed.
-func badPort(u string) (port string, ok bool) {
-	_, rest, found := strings.Cut(u, "://")
-	if !found {
-		return "", false
-	}
-	if i := strings.LastIndex(rest, "@"); i >= 0 {
-		rest = rest[i+1:]
-	}
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		rest = rest[:i]
-	}
-	if i := strings.LastIndex(rest, "]"); i >= 0 { // [IPv6]:port
-		rest = rest[i+1:]
-	}
-	i := strings.LastIndex(rest, ":")
-	if i < 0 || isPort(rest[i+1:]) {
-		return "", false
-	}
-	if port = rest[i+1:]; !portWord.MatchString(port) {
-		port = "(not shown)"
-	}
-	return port, true
-}
-
-var portWord = regexp.MustCompile(`^[A-Za-z0-9_-]{1,20}$`)
-
 func isPort(s string) bool {
 	n := 0
 	for _, r := range s {
@@ -607,6 +540,19 @@ func (r *Request) ValidateTopology(t *topology.Topology) error {
 	if m := c.MasterNode; m != nil && m.ClusterCPName != "" {
 		if _, ok := t.CPs[m.ClusterCPName]; !ok {
 			ps.add(p+".master_node.cluster_cp_name", "%s is not a CP of %s (it has: %s)", quote(m.ClusterCPName), t.Cluster, cpNames(t))
+		}
+	}
+	if c.Ansible != nil && c.Ansible.KubesprayRootPath != "" {
+		// kubespray's ip and access_ip: IP SANs of etcd's certificate
+		// (roles/etcd/templates/openssl.conf.j2), the kubelet's and etcd's
+		// bind address; a host name there breaks the install.
+		for i, n := range t.Nodes {
+			if n.Role != topology.RoleMaster && n.Role != topology.RoleWorker {
+				continue
+			}
+			if _, err := netip.ParseAddr(n.Address); err != nil {
+				ps.add(fmt.Sprintf("topology.nodes[%d].address", i), "%s is a host name; kubespray takes a node's ip and access_ip as IP addresses (etcd's certificates list them as IP SANs, the kubelet and etcd bind to them): give the node's internal IP address", quote(n.Address))
+			}
 		}
 	}
 	if lb := c.ExternalLBParam; lb != nil && lb.SSHCPName != "" {
