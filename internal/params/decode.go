@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/heatsible/heatsible/internal/redact"
 )
@@ -109,11 +110,18 @@ func Parse(data []byte) (*Request, error) {
 	// A key given twice is ambiguous: Go and Python keep the last value,
 	// other readers (and a human reviewing the request) the first.
 	_, whole := obj["additionalParams"]
-	for _, p := range duplicateKeys(data) {
+	dups, badText := scanJSON(data)
+	for _, p := range dups {
 		if !whole {
 			p = "additionalParams." + p
 		}
 		probs.add(p, "is given more than once in its object; JSON readers differ on which one counts, so give it once")
+	}
+	for _, b := range badText {
+		if !whole {
+			b.Path = "additionalParams." + b.Path
+		}
+		probs = append(probs, b)
 	}
 	addl := obj
 	addlPath := "additionalParams"
@@ -231,6 +239,34 @@ func (d decoder) decode(path string, v any, dst reflect.Value) {
 // once in its object, in document order. data is valid JSON (Parse decoded
 // it already).
 func duplicateKeys(data []byte) []string {
+	dups, _ := scanJSON(data)
+	return dups
+}
+
+// scanJSON walks the JSON document data (valid: Parse decoded it already)
+// and returns the path of every object key that occurs more than once in
+// its object, and a problem for every string (key or value) whose text
+// Go's decoder would silently change: bytes that are not UTF-8 and lone
+// UTF-16 surrogates ("\ud800") both become U+FFFD, so a password holding
+// them would not be the one the user typed. The string itself is never
+// shown.
+func scanJSON(data []byte) ([]string, Problems) {
+	var bad Problems
+	checkText := func(path string, key bool, raw []byte) {
+		what := "the value"
+		if key {
+			what = "the key"
+		}
+		if i := bytes.IndexByte(raw, '"'); i >= 0 {
+			raw = raw[i:]
+		}
+		switch {
+		case !utf8.Valid(raw):
+			bad.add(path, "%s holds bytes that are not UTF-8; JSON readers turn them into U+FFFD, so it would not be what was written: save the request as UTF-8 (the value is not shown)", what)
+		case loneSurrogate(raw):
+			bad.add(path, "%s holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape without its pair); JSON readers turn it into U+FFFD, so it would not be what was written: write the character itself (the value is not shown)", what)
+		}
+	}
 	type frame struct {
 		object    bool
 		path      string
@@ -258,11 +294,14 @@ func duplicateKeys(data []byte) []string {
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
+	prev := int64(0)
 	for {
 		tok, err := dec.Token()
 		if err != nil {
-			return dups
+			return dups, bad
 		}
+		raw := data[prev:dec.InputOffset()]
+		prev = dec.InputOffset()
 		switch v := tok.(type) {
 		case json.Delim:
 			if v == '{' || v == '[' {
@@ -280,11 +319,63 @@ func duplicateKeys(data []byte) []string {
 				}
 				f.keys[v] = true
 				f.key, f.expectKey = v, false
+				checkText(join(f.path, v), true, raw)
 				continue
 			}
+			p := next()
+			checkText(p, false, raw)
+			continue
 		}
 		next()
 	}
+}
+
+// loneSurrogate reports whether the JSON string literal raw (with its
+// quotes) has a \u escape of a UTF-16 surrogate that is not half of a
+// pair: a high one (D800-DBFF) not followed by a low one, or a low one
+// (DC00-DFFF) on its own.
+func loneSurrogate(raw []byte) bool {
+	hex4 := func(i int) (rune, bool) {
+		if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
+			return 0, false
+		}
+		var r rune
+		for _, c := range raw[i+2 : i+6] {
+			switch {
+			case c >= '0' && c <= '9':
+				r = r<<4 | rune(c-'0')
+			case c >= 'a' && c <= 'f':
+				r = r<<4 | rune(c-'a'+10)
+			case c >= 'A' && c <= 'F':
+				r = r<<4 | rune(c-'A'+10)
+			default:
+				return 0, false
+			}
+		}
+		return r, true
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		r, ok := hex4(i)
+		if !ok {
+			i++ // another escape: skip the escaped character
+			continue
+		}
+		switch {
+		case r >= 0xD800 && r <= 0xDBFF:
+			if lo, ok := hex4(i + 6); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+				i += 11
+				continue
+			}
+			return true
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return true
+		}
+		i += 5
+	}
+	return false
 }
 
 // plainKey is an object key that a JSON path shows as it is.

@@ -54,3 +54,37 @@ func TestInvisiblePackagePath(t *testing.T) {
 		}
 	}
 }
+
+// TestScanJSONText: strings that Go's JSON decoder would silently turn
+// into U+FFFD (bytes that are not UTF-8, lone surrogates) are found with
+// their path, keys too; escaped backslashes and surrogate pairs are not.
+func TestScanJSONText(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want []string
+	}{
+		{`{"a": "pw\ud83d\ude00"}`, nil},
+		{`{"a": "pw\\ud800"}`, nil},
+		{`{"a": "\\\ud83d\ude00"}`, nil},
+		{`{"a": "x\u00e9\u2028"}`, nil},
+		{`{"a": "pw\ud800x"}`, []string{"a"}},
+		{`{"a": "pw\ud800"}`, []string{"a"}},
+		{`{"a": "pw\udc00"}`, []string{"a"}},
+		{`{"a": "\\\ud800"}`, []string{"a"}},
+		{`{"a": ["ok", "\ud83d\ud83d"]}`, []string{"a[1]"}},
+		{"{\"a\": {\"b\": \"pw\xff\xfe\"}}", []string{"a.b"}},
+		{"{\"k\xff\": 1}", []string{"[\"k\ufffd\"]"}},
+	} {
+		_, bad := scanJSON([]byte(tt.in))
+		var got []string
+		for _, p := range bad {
+			got = append(got, p.Path)
+			if strings.Contains(p.Msg, "pw") {
+				t.Errorf("%s: the message shows the value: %s", tt.in, p.Msg)
+			}
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("scanJSON(%q) found %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

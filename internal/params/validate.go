@@ -315,7 +315,7 @@ func checkPassword(ps *Problems, p, v string) {
 	case len(v) > maxPassword:
 		ps.add(p, "is longer than %d bytes", maxPassword)
 	case hasControl(v):
-		ps.add(p, "contains a control character (newline, tab, NUL, ...); remove it")
+		ps.add(p, "contains a control character (newline, tab, NUL, U+0085, ...) or a line separator (U+2028, U+2029); remove it")
 	}
 }
 
@@ -468,9 +468,12 @@ func hasDotDot(p string) bool {
 	return false
 }
 
+// hasControl reports whether s holds a control character (C0, DEL or C1,
+// such as U+0085, which YAML 1.1 and Python read as a line break) or a
+// line or paragraph separator (U+2028, U+2029).
 func hasControl(s string) bool {
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
 			return true
 		}
 	}
