@@ -84,6 +84,14 @@ func Parse(data []byte) (*PV, error) {
 	if root.Kind != yaml.MappingNode {
 		return nil, errors.New("is not a YAML mapping; it must be a PersistentVolume object")
 	}
+	if err := sameAsKubectl(data, root); err != nil {
+		return nil, err
+	}
+	// The fields heatsible reads must be strings to YAML, not only text:
+	// "name: 0" passes the name's pattern and is the number 0 to kubectl.
+	if err := notStrings(root, "apiVersion", "kind", "metadata.name", "spec.nfs.path", "spec.csi.driver"); err != nil {
+		return nil, err
+	}
 	if v := scalar(root, "apiVersion"); v != "v1" {
 		return nil, fmt.Errorf("has apiVersion %s; a PersistentVolume is apiVersion v1", quote(v))
 	}
@@ -142,7 +150,19 @@ func Parse(data []byte) (*PV, error) {
 //     does, so each would see other keys;
 //   - a key given twice in a mapping: heatsible reads the first, other YAML
 //     readers the last, so the spec.nfs.server heatsible sets may not be the
-//     one Kubernetes uses.
+//     one Kubernetes uses;
+//   - tags (!!binary, !!merge, !!str, !custom): "? !!binary c2VydmVy" is a
+//     key "c2VydmVy" to heatsible and "server" to kubectl, a quoted
+//     !!merge "<<" merges for kubectl; a PersistentVolume needs none;
+//   - keys that are not plain strings to both readers: a key that is not a
+//     scalar, a block scalar (| or >) as a key, a plain key YAML reads as a
+//     number, boolean, null or timestamp, or one YAML 1.1 takes for a
+//     boolean (on, yes, y: kubectl's key "true"). Quoted keys are strings
+//     to both (a JSON manifest quotes every key).
+//
+// What is left to tell apart (a plain value "yes", a non-specific tag "!",
+// which yaml.v3 does not record) sameAsKubectl finds by reading the
+// manifest with kubectl's reader.
 func checkTree(n *yaml.Node, at string) error {
 	where := func() string {
 		if at == "" {
@@ -152,6 +172,9 @@ func checkTree(n *yaml.Node, at string) error {
 	}
 	if n.Kind == yaml.AliasNode || n.Anchor != "" {
 		return fmt.Errorf("uses a YAML anchor or alias (at %s); write the PersistentVolume out in full", where())
+	}
+	if n.Style&yaml.TaggedStyle != 0 {
+		return fmt.Errorf("uses the YAML tag %s (at %s); YAML readers differ on tags (!!binary, !!merge): write the PersistentVolume without them", quote(n.Tag), where())
 	}
 	switch n.Kind {
 	case yaml.MappingNode:
@@ -164,8 +187,17 @@ func checkTree(n *yaml.Node, at string) error {
 			if k.Anchor != "" {
 				return fmt.Errorf("uses a YAML anchor or alias (at %s); write the PersistentVolume out in full", where())
 			}
+			if k.Style&yaml.TaggedStyle != 0 {
+				return fmt.Errorf("has a key with the YAML tag %s (at %s); YAML readers differ on tags (to kubectl, \"? !!binary c2VydmVy\" is the key \"server\" and a !!merge \"<<\" merges): write keys as plain strings", quote(k.Tag), where())
+			}
 			if k.Value == "<<" && k.Style == 0 {
 				return fmt.Errorf("uses a YAML merge key '<<' (at %s); write the PersistentVolume out in full", where())
+			}
+			if k.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 || strings.ContainsAny(k.Value, "\n\r") {
+				return fmt.Errorf("has a block scalar or a multi-line string as a key (at %s); write keys as plain strings", where())
+			}
+			if k.Style == 0 && (k.ShortTag() != "!!str" || yaml11Bool(k.Value)) {
+				return fmt.Errorf("has the key %s (at %s), which a YAML reader takes for a number, boolean, null or timestamp, not a string (kubectl's reads on, yes and y as true); quote it", quote(k.Value), where())
 			}
 			if seen[k.Value] {
 				return fmt.Errorf("has the key %s twice (at %s); give each key once", quote(k.Value), where())
@@ -235,6 +267,23 @@ func child(m *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
+// notStrings refuses a field (a dotted path from root) that is a scalar
+// YAML reads as something other than a string (a number, a boolean, null).
+func notStrings(root *yaml.Node, paths ...string) error {
+	for _, p := range paths {
+		n := root
+		for _, k := range strings.Split(p, ".") {
+			if n = child(n, k); n == nil {
+				break
+			}
+		}
+		if n != nil && n.Kind == yaml.ScalarNode && n.ShortTag() != "!!str" {
+			return fmt.Errorf("%s %s is a %s to YAML readers, not a string; quote it", p, quote(n.Value), strings.TrimPrefix(n.ShortTag(), "!!"))
+		}
+	}
+	return nil
+}
+
 func scalar(m *yaml.Node, key string) string {
 	n := child(m, key)
 	if n == nil || n.Kind != yaml.ScalarNode {
@@ -257,5 +306,11 @@ func setNode(m *yaml.Node, key string, v *yaml.Node) {
 // read it as something else (an IPv6 address such as "::1" is fine, "1e3" or
 // "true" are not).
 func setScalar(m *yaml.Node, key, v string) {
-	setNode(m, key, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v})
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v}
+	if yaml11Bool(v) {
+		// A host name "yes" or "on": yaml.v3 writes it plain (a string in
+		// YAML 1.2), kubectl would read a boolean.
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	setNode(m, key, n)
 }
