@@ -130,7 +130,7 @@ with open(os.path.join(out, "volumes"), "w") as f:
 # exports: one per dir, clients in request order plus the server itself (as the role)
 table = {}
 for e in ss.get("nfs_server_setup_params", []):
-    opts = [o.strip() for o in (e.get("export_options") or "rw,sync,no_subtree_check,no_root_squash").split(",") if o.strip()]
+    opts = [o.strip() for o in (e.get("export_options") or "rw,sync,no_subtree_check,root_squash").split(",") if o.strip()]
     table.setdefault(e["export_dir"], []).append((e["export_to"], opts))
 # The files nfs_server writes whole, with the text the role renders for this
 # request (templates/ganesha.conf.j2 and filter_plugins/nfs_server.py with the

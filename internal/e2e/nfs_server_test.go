@@ -210,7 +210,7 @@ func TestKernelNFSServer(t *testing.T) {
 	exportfs := b.exec(t, "storage", "exportfs", "-v")
 	t.Logf("/etc/exports:\n%s\nexportfs -v:\n%s", exports, exportfs)
 	for _, e := range k.Storage.Exports {
-		if !strings.Contains(exports, e.Dir+" 10.231.0.0/24(rw,sync,no_subtree_check,no_root_squash,mp=/volume) 10.231.0.11(") {
+		if !strings.Contains(exports, e.Dir+" 10.231.0.0/24(rw,sync,no_subtree_check,root_squash,mp=/volume) 10.231.0.11(") {
 			t.Errorf("/etc/exports has no line for %s with mp=/volume", e.Dir)
 		}
 		if !strings.Contains(exportfs, e.Dir+"\n\t\t10.231.0.0/24(") || !strings.Contains(exportfs, "mountpoint=/volume") {

@@ -241,3 +241,21 @@ func TestKubesprayNodeAddressesAreIPs(t *testing.T) {
 		}
 	}
 }
+
+// TestWorldPrefix: an export_to network that is the world in disguise is
+// refused like /0; a cluster's network, private or not, is not.
+func TestWorldPrefix(t *testing.T) {
+	for v, world := range map[string]bool{
+		"10.0.0.0/8": false, "10.10.0.0/24": false, "192.0.2.0/24": false, "fd00::/8": false,
+		"2001:db8::/32": false, "::ffff:10.0.0.0/104": false, "64:ff9b::a0a:0/120": false,
+		"0.0.0.0/0": true, "0.0.0.0/1": true, "128.0.0.0/2": true, "8.0.0.0/7": true, "::/0": true, "::/1": true,
+		"fc00::/7": true, "2000::/3": true, "::ffff:0.0.0.0/96": true, "::ffff:0.0.0.0/100": true,
+		"::/96": true, "64:ff9b::/96": true, "::/8": true,
+	} {
+		var ps Problems
+		checkExportTo(&ps, "x", v)
+		if got := len(ps) > 0; got != world {
+			t.Errorf("%s: refused %v, want %v (%v)", v, got, world, ps)
+		}
+	}
+}

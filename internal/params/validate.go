@@ -45,11 +45,21 @@ var (
 	exportOption = regexp.MustCompile(`^[a-z_]+(=[A-Za-z0-9_:./-]+)?$`)
 )
 
-// systemDirs may not be a mount_to: mounting a volume there hides the system's
-// own files. The ones in systemTrees may not hold a mount_to below them either.
+// systemDirs may not be a mount_to or an export_dir: mounting a volume
+// there hides the system's own files. The ones in systemTrees may not hold
+// one below them either: exporting them would let the NFS clients read or
+// write the storage server's configuration, credentials, crontabs or
+// package database (/root, /etc, /var/spool/cron, ...), and a volume
+// mounted there would replace them.
+//
+// systemDirs and systemTrees also bound transferring_inventory_path (which
+// may lie in /root: Ansible hosts run as root); storageTrees are the trees
+// only a mount_to or export_dir may not be in.
 var (
-	systemDirs  = []string{"/", "/var", "/home", "/opt", "/srv", "/mnt", "/media", "/root", "/var/lib", "/var/log", "/var/tmp", "/var/cache"}
-	systemTrees = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin", "/sys", "/tmp", "/usr", "/var/lib/dpkg", "/var/lib/apt", "/var/lib/nfs"}
+	systemDirs   = []string{"/", "/var", "/home", "/opt", "/srv", "/mnt", "/media", "/root", "/var/lib", "/var/log", "/var/tmp", "/var/cache"}
+	systemTrees  = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin", "/sys", "/tmp", "/usr", "/var/lib/dpkg", "/var/lib/apt", "/var/lib/nfs"}
+	storageTrees = append([]string{"/root", "/snap", "/lost+found", "/var/backups", "/var/lib/containerd", "/var/lib/docker", "/var/lib/etcd", "/var/lib/heatsible",
+		"/var/lib/kubelet", "/var/log", "/var/mail", "/var/spool"}, systemTrees...)
 )
 
 const (
@@ -85,6 +95,20 @@ func (r *Request) Validate(opts Options) error {
 	if c.StorageServer != nil {
 		validateStorage(&ps, p+".storage_server", c.StorageServer)
 	}
+	// The directories the storage server exports: an NFS PV must lie in
+	// one. Not judged while an export_dir is itself refused (it may be
+	// the one the PV means).
+	var exportDirs []string
+	if s := c.StorageServer; s != nil {
+		for _, e := range s.NFSServerSetupParams {
+			var ignore Problems
+			if !checkPath(&ignore, "", e.ExportDir, true) {
+				exportDirs = nil
+				break
+			}
+			exportDirs = append(exportDirs, e.ExportDir)
+		}
+	}
 	pvNames := map[string]int{}
 	for i := range c.PVRegistrationParams {
 		pp := fmt.Sprintf("%s.pv_registration_params[%d]", p, i)
@@ -99,6 +123,15 @@ func (r *Request) Validate(opts Options) error {
 		if err != nil {
 			ps.add(pp+".pv_manifest_file_path", "%v", err)
 			continue
+		}
+		if pv.Source == manifest.SourceNFS && len(exportDirs) > 0 {
+			switch {
+			case hasDotDot(pv.NFSPath):
+				ps.add(pp+".pv_manifest_file_path", "manifest %s: spec.nfs.path %s has a '..' component; give the exported directory itself", quote(reg.PVManifestFilePath), quote(pv.NFSPath))
+			case under(path.Clean(pv.NFSPath), exportDirs) == "":
+				ps.add(pp+".pv_manifest_file_path", "manifest %s: spec.nfs.path %s is in no export_dir of storage_server.nfs_server_setup_params (%s); the PV would point at a directory the storage server does not export: give one of those directories (or one inside it)",
+					quote(reg.PVManifestFilePath), quote(pv.NFSPath), strings.Join(exportDirs, ", "))
+			}
 		}
 		if pv.Source == manifest.SourceNFS && reg.NFSServerCP == "" {
 			ps.add(pp+".nfs_server_cp", "is missing; %s is an NFS PersistentVolume, whose spec.nfs.server heatsible sets to this CP's address: give the storage server's CP name", pv.Name)
@@ -245,11 +278,13 @@ func validateStorage(ps *Problems, p string, s *StorageServer) {
 	for i, e := range s.NFSServerSetupParams {
 		ep := fmt.Sprintf("%s.nfs_server_setup_params[%d]", p, i)
 		if checkPath(ps, ep+".export_dir", e.ExportDir, true) {
-			if j, dup := exports[e.ExportDir]; dup {
+			if msg := systemDirProblem(e.ExportDir); msg != "" {
+				ps.add(ep+".export_dir", "%s", msg)
+			} else if j, dup := exports[e.ExportDir]; dup {
 				ps.add(ep+".export_dir", "%s is also nfs_server_setup_params[%d].export_dir; export each directory once (list several clients by giving a CIDR that covers them)", quote(e.ExportDir), j)
 			}
 			exports[e.ExportDir] = i
-			if len(goodMounts) > 0 && under(e.ExportDir, goodMounts) == "" {
+			if len(goodMounts) > 0 && under(e.ExportDir, goodMounts) == "" && systemDirProblem(e.ExportDir) == "" {
 				ps.add(ep+".export_dir", "%s is not on any volume (mount_to: %s); its data would land on the server's root disk and be lost on heal. Put it under a mount_to", quote(e.ExportDir), strings.Join(goodMounts, ", "))
 			}
 		}
@@ -386,8 +421,8 @@ func checkExportTo(ps *Problems, p, v string) {
 			ps.add(p, "%s is not an IP address or CIDR (write e.g. 10.10.0.0/24)", quote(v))
 			return
 		}
-		if pr.Bits() == 0 {
-			ps.add(p, "%s exports to every address; give the cluster's network", quote(v))
+		if msg := worldPrefix(pr); msg != "" {
+			ps.add(p, "%s %s; give the cluster's network", quote(v), msg)
 		}
 		return
 	}
@@ -401,6 +436,44 @@ func checkExportTo(ps *Problems, p, v string) {
 	if !topology.ValidHostname(v) {
 		ps.add(p, "%s is not an IP address, a CIDR or a host name", quote(v))
 	}
+}
+
+// ipv4InIPv6 are the IPv6 ranges that stand for the whole IPv4 address
+// space: IPv4-mapped, IPv4-compatible (deprecated) and NAT64's well-known
+// prefix.
+var ipv4InIPv6 = []netip.Prefix{
+	netip.MustParsePrefix("::ffff:0.0.0.0/96"),
+	netip.MustParsePrefix("::/96"),
+	netip.MustParsePrefix("64:ff9b::/96"),
+}
+
+// worldPrefix says how an export_to network exports to the world, or ""
+// when it does not: a prefix shorter than /8 (no private network, IPv4's
+// 10/8 or IPv6's fd00::/8, is larger) covers public addresses by the
+// billion; an IPv6 prefix that covers a whole range of IPv4-in-IPv6
+// addresses covers every IPv4 address, and one inside such a range is
+// judged as the IPv4 network it stands for.
+func worldPrefix(pr netip.Prefix) string {
+	pr = pr.Masked()
+	bits := pr.Bits()
+	if pr.Addr().Is6() {
+		for _, r := range ipv4InIPv6 {
+			if pr.Bits() <= r.Bits() && pr.Contains(r.Addr()) {
+				return fmt.Sprintf("covers %s, every IPv4 address, as 0.0.0.0/0 does", r)
+			}
+			if r.Contains(pr.Addr()) {
+				bits = pr.Bits() - 96
+				break
+			}
+		}
+	}
+	switch {
+	case bits == 0:
+		return "exports to every address"
+	case bits < 8:
+		return fmt.Sprintf("is a /%d network, 1/%d of every address there is, public ones included: it exports to the world as /0 does (no private network is larger than /8)", bits, 1<<bits)
+	}
+	return ""
 }
 
 func checkCIDR(ps *Problems, p, v string, required bool) {
@@ -437,14 +510,26 @@ func checkHost(ps *Problems, p, v string, required bool) {
 	}
 }
 
+// systemDirProblem says why dir may not be a mount_to or an export_dir, or
+// "" when it may: a system directory, a user's home (/home/NAME: its .ssh
+// and shell profile), or a hidden directory (.ssh, .kube, .gnupg hold
+// credentials and configuration) anywhere in the path.
 func systemDirProblem(dir string) string {
 	for _, d := range systemDirs {
 		if dir == d {
 			return fmt.Sprintf("%s is a system directory; mounting a volume there hides the system's own files. Use a directory of its own, e.g. /volume", quote(dir))
 		}
 	}
-	if t := under(dir, systemTrees); t != "" {
-		return fmt.Sprintf("%s is inside the system directory %s; use a directory of its own, e.g. /volume", quote(dir), t)
+	if t := under(dir, storageTrees); t != "" {
+		return fmt.Sprintf("%s is inside the system directory %s, whose files the NFS clients could read or replace; use a directory of its own, e.g. /volume", quote(dir), t)
+	}
+	if rest, ok := strings.CutPrefix(dir, "/home/"); ok && !strings.Contains(rest, "/") {
+		return fmt.Sprintf("%s is a user's home directory: its .ssh/authorized_keys and shell profile would be on the volume and exported; use a directory of its own, e.g. /volume", quote(dir))
+	}
+	for _, part := range strings.Split(dir, "/") {
+		if strings.HasPrefix(part, ".") {
+			return fmt.Sprintf("%s has the hidden directory %s in it; hidden directories hold credentials and configuration (.ssh, .kube, .gnupg): use a directory of its own, e.g. /volume", quote(dir), quote(part))
+		}
 	}
 	return ""
 }

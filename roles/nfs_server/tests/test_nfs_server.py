@@ -22,7 +22,7 @@ def rec(name):
 
 
 VOLUMES = [{'id': 'x', 'mount_to': '/volume'}]
-DEFAULT = 'rw,sync,no_subtree_check,no_root_squash'
+DEFAULT = 'rw,sync,no_subtree_check,root_squash'
 
 
 def table(exports, self_client=True):
@@ -126,6 +126,37 @@ class Exports(unittest.TestCase):
         body = [line for line in out.split('\n') if not line.startswith('#')]
         self.assertEqual(body, self.LINES + [''])
         self.assertTrue(out.endswith('\n') and not out.endswith('\n\n'))
+
+
+class DefaultOptions(unittest.TestCase):
+    """The role's default export options squash root (issue 24): an export
+    without options of its own must not give every client's root the
+    server's root. no_root_squash is a choice an export makes."""
+
+    def defaults(self):
+        try:
+            import yaml
+        except ImportError:
+            self.skipTest('no PyYAML')
+        with open(os.path.join(HERE, '..', 'defaults', 'main.yml')) as f:
+            return yaml.safe_load(f)
+
+    def test_default_squashes_root(self):
+        opts = self.defaults()['nfs_export_options'].split(',')
+        self.assertNotIn('no_root_squash', opts)
+        self.assertNotIn('no_all_squash', opts)
+        self.assertTrue('root_squash' in opts or 'all_squash' in opts, opts)
+
+    def test_an_export_without_options_squashes_root(self):
+        default = self.defaults()['nfs_export_options']
+        t = ns.nfs_server_table([{'dir': '/volume/nfs/pv1', 'to': '10.231.0.0/24'},
+                                 {'dir': '/volume/nfs/pv2', 'to': '10.231.0.0/24', 'options': 'rw,sync,no_root_squash'}],
+                                default, True, '10.231.0.11', VOLUMES)
+        lines = ns.nfs_server_exports_lines(t)
+        self.assertEqual(lines[0], '/volume/nfs/pv1 10.231.0.0/24(rw,sync,no_subtree_check,root_squash,mp=/volume) '
+                                   '10.231.0.11(rw,sync,no_subtree_check,root_squash,mp=/volume)')
+        # An export that asks for no_root_squash gets it.
+        self.assertIn('10.231.0.0/24(rw,sync,no_root_squash,mp=/volume)', lines[1])
 
 
 class Files(unittest.TestCase):
