@@ -396,7 +396,9 @@ func writeReport(name string, rep *review.Report, mask *redact.Masker) error {
 		}
 		data = []byte(mask.Mask(buf.String()))
 	}
-	return os.WriteFile(name, data, 0o644)
+	// Not through a link someone planted at the name: a temporary file
+	// created exclusively, renamed over it.
+	return ansible.WriteFileAtomic(name, data, 0o644)
 }
 
 // checkRoles refuses a --tags/--role value that is not an embedded role: a

@@ -2,6 +2,8 @@ package ansible
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -44,19 +46,37 @@ func (LocalRunner) PutFile(_ context.Context, p string, data []byte, perm fs.Fil
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	tmp := p + ".heatsible-tmp"
-	if err := os.WriteFile(tmp, data, perm); err != nil {
+	return WriteFileAtomic(p, data, perm)
+}
+
+// WriteFileAtomic writes data to p through a temporary file created
+// exclusively (O_EXCL, a random name: it never follows a link someone
+// planted, and cannot be guessed) in p's directory, then renamed over p
+// (which replaces a link at p instead of writing through it). A crash
+// never leaves half a file at p.
+func WriteFileAtomic(p string, data []byte, perm fs.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".heatsible-*")
+	if err != nil {
 		return err
 	}
-	if err := os.Chmod(tmp, perm); err != nil {
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, p)
+	}
+	if err != nil {
 		os.Remove(tmp)
-		return err
 	}
-	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
+	return err
 }
 
 // RemoveFile implements FileOps.
@@ -95,14 +115,23 @@ func (rr *RemoteRunner) PutFile(ctx context.Context, p string, data []byte, perm
 		return err
 	}
 	c := rr.Client
-	tmp := p + ".heatsible-tmp"
 	if _, err := c.Output(ctx, "mkdir -p -- "+remote.ShellQuote(path.Dir(p))); err != nil {
 		return fmt.Errorf("creating %s on %s: %w", path.Dir(p), c.Address(), err)
 	}
-	if err := c.WriteFile(ctx, tmp, data, perm); err != nil {
+	// A random name, created exclusively (SFTP's EXCL: never through a
+	// planted link), then renamed over p; -T (GNU mv: Debian and Ubuntu
+	// Ansible hosts) so that a link at p to a directory is replaced, not
+	// moved into.
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
 		return err
 	}
-	if _, err := c.Output(ctx, "mv -f -- "+remote.ShellQuote(tmp)+" "+remote.ShellQuote(p)); err != nil {
+	tmp := path.Join(path.Dir(p), "."+path.Base(p)+".heatsible-"+hex.EncodeToString(rnd[:]))
+	if err := c.CreateFile(ctx, tmp, data, perm); err != nil {
+		return err
+	}
+	if _, err := c.Output(ctx, "mv -f -T -- "+remote.ShellQuote(tmp)+" "+remote.ShellQuote(p)); err != nil {
+		_, _ = c.Output(ctx, "rm -f -- "+remote.ShellQuote(tmp))
 		return fmt.Errorf("writing %s on %s: %w", p, c.Address(), err)
 	}
 	return nil

@@ -78,3 +78,56 @@ func TestFileOps(t *testing.T) {
 		})
 	}
 }
+
+// TestPutFileNeverFollowsAPlantedLink: someone who can write in the
+// inventory's directory plants symlinks where a temporary file (the old
+// fixed name p.heatsible-tmp) or the file itself would be, pointing at a
+// file of theirs to have heatsible overwrite it. PutFile creates its
+// temporary file exclusively (O_EXCL, a random name) in the target's
+// directory and renames it over the target: the victim keeps its content,
+// the target is a regular file, and nothing is left behind. On b6df54c
+// both runners wrote the inventory into the victim through the link.
+func TestPutFileNeverFollowsAPlantedLink(t *testing.T) {
+	rr, _ := remoteRunner(t)
+	for name, f := range map[string]FileOps{"local": LocalRunner{}, "remote": rr} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			base := t.TempDir()
+			victim := filepath.Join(base, "victim")
+			dir := filepath.Join(base, "inventory")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dir, "hosts.yaml")
+			for _, link := range []string{p + ".heatsible-tmp", p + ".tmp", p} {
+				if err := os.WriteFile(victim, []byte("victim\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				os.Remove(p)
+				if err := os.Symlink(victim, link); err != nil {
+					t.Fatal(err)
+				}
+				if err := f.PutFile(ctx, p, []byte("inventory\n"), 0o600); err != nil {
+					t.Fatalf("PutFile with a link at %s: %v", filepath.Base(link), err)
+				}
+				if got, _ := os.ReadFile(victim); string(got) != "victim\n" {
+					t.Errorf("link at %s: the victim now holds %q", filepath.Base(link), got)
+				}
+				st, err := os.Lstat(p)
+				if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o600 {
+					t.Errorf("link at %s: the target is %v (%v); want a regular 0600 file", filepath.Base(link), st, err)
+				}
+				if got, _ := os.ReadFile(p); string(got) != "inventory\n" {
+					t.Errorf("link at %s: the target holds %q", filepath.Base(link), got)
+				}
+				os.Remove(link)
+			}
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				if e.Name() != "hosts.yaml" {
+					t.Errorf("left behind: %s", e.Name())
+				}
+			}
+		})
+	}
+}

@@ -225,6 +225,37 @@ func (c *Client) WriteFile(ctx context.Context, p string, data []byte, perm fs.F
 	return nil
 }
 
+// CreateFile writes data to the new remote file p over SFTP, mode perm.
+// It fails when p exists, even as a symlink (SFTP's EXCL, open(2)'s
+// O_EXCL): a temporary file named at random this way is never one someone
+// planted.
+func (c *Client) CreateFile(ctx context.Context, p string, data []byte, perm fs.FileMode) error {
+	sc, err := c.sftpClient()
+	if err != nil {
+		return err
+	}
+	defer sc.Close()
+	stop := context.AfterFunc(ctx, func() { _ = sc.Close() })
+	defer stop()
+	f, err := sc.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+	if err == nil {
+		err = f.Chmod(perm)
+		if err == nil {
+			_, err = f.Write(data)
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return fmt.Errorf("writing %s:%s: %w", c.addr, p, err)
+	}
+	return nil
+}
+
 // ReadFile reads the remote file p over SFTP, at most limit bytes (a larger
 // file is an error). A missing file returns (nil, false, nil).
 func (c *Client) ReadFile(ctx context.Context, p string, limit int64) ([]byte, bool, error) {

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -351,18 +352,35 @@ func (t *Topology) Marshal() ([]byte, error) {
 	return buf.Bytes(), enc.Close()
 }
 
-// Save writes t to path atomically (write to a temporary file, then rename),
-// so a crash never leaves half a topology behind.
+// Save writes t to path atomically, so a crash never leaves half a
+// topology behind: through a temporary file created exclusively (O_EXCL,
+// a random name, so never through a link someone planted) in path's
+// directory, then renamed over path (replacing a link there, not writing
+// through it).
 func (t *Topology) Save(path string) error {
 	data, err := t.Marshal()
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".heatsible-*")
+	if err != nil {
 		return fmt.Errorf("saving topology: %w", err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("saving topology: %w", err)
 	}

@@ -137,3 +137,49 @@ func TestParseRefusesHostileValues(t *testing.T) {
 		})
 	}
 }
+
+// TestSaveNeverFollowsAPlantedLink: topology --save FILE wrote through
+// FILE.tmp, a name anyone who can write in FILE's directory can plant a
+// symlink at; on b6df54c the topology then overwrote the link's target and
+// FILE became the link. Save creates its temporary file exclusively with a
+// random name and renames it over FILE.
+func TestSaveNeverFollowsAPlantedLink(t *testing.T) {
+	topo, err := Load("../../testdata/topology/k8s-a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	p := filepath.Join(dir, "out", "topo.yaml")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, link := range []string{p + ".tmp", p} {
+		if err := os.WriteFile(victim, []byte("victim\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(p)
+		if err := os.Symlink(victim, link); err != nil {
+			t.Fatal(err)
+		}
+		if err := topo.Save(p); err != nil {
+			t.Fatalf("link at %s: %v", filepath.Base(link), err)
+		}
+		if got, _ := os.ReadFile(victim); string(got) != "victim\n" {
+			t.Errorf("link at %s: the victim now holds %.40q...", filepath.Base(link), got)
+		}
+		if st, err := os.Lstat(p); err != nil || !st.Mode().IsRegular() {
+			t.Errorf("link at %s: %s is %v (%v), want a regular file", filepath.Base(link), p, st, err)
+		}
+		if _, err := Load(p); err != nil {
+			t.Errorf("link at %s: the saved file: %v", filepath.Base(link), err)
+		}
+		os.Remove(link)
+	}
+	entries, _ := os.ReadDir(filepath.Dir(p))
+	for _, e := range entries {
+		if e.Name() != "topo.yaml" {
+			t.Errorf("left behind: %s", e.Name())
+		}
+	}
+}
