@@ -1,6 +1,7 @@
 package ansible
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -192,7 +193,20 @@ func TestCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	base := []string{"ansible-playbook", "--extra-vars=@/s/secrets.yml", "--inventory=/s/inventory"}
+	// Every run pins host key checking in extra vars (pinnedVars), merged
+	// with the run's own.
+	pins := func(more map[string]any) string {
+		m := pinnedVars("/s")
+		for k, v := range more {
+			m[k] = v
+		}
+		j, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "--extra-vars=" + string(j)
+	}
+	base := []string{"ansible-playbook", pins(nil), "--extra-vars=@/s/secrets.yml", "--inventory=/s/inventory"}
 	tests := []struct {
 		name    string
 		opts    PlaybookOptions
@@ -203,12 +217,12 @@ func TestCommand(t *testing.T) {
 		{
 			name: "check diff limit tags",
 			opts: PlaybookOptions{Check: true, Diff: true, Limit: "worker-1,worker-2", Tags: []string{"nfs", "pv"}, SkipTags: []string{"slow"}},
-			want: []string{"ansible-playbook", "--check", "--diff", "--extra-vars=@/s/secrets.yml", "--inventory=/s/inventory", "--limit=worker-1,worker-2", "--skip-tags=slow", "--tags=nfs,pv", "/s/playbook.yml"},
+			want: []string{"ansible-playbook", "--check", "--diff", pins(nil), "--extra-vars=@/s/secrets.yml", "--inventory=/s/inventory", "--limit=worker-1,worker-2", "--skip-tags=slow", "--tags=nfs,pv", "/s/playbook.yml"},
 		},
 		{
 			name: "kubespray playbooks, extra vars, verbosity",
 			opts: PlaybookOptions{Playbooks: []string{"remove-node.yml"}, ExtraVars: map[string]any{"node": "worker-3", "skip_confirmation": true}, Verbosity: 2, Binary: "/opt/venv/bin/ansible-playbook"},
-			want: []string{"/opt/venv/bin/ansible-playbook", `--extra-vars={"node":"worker-3","skip_confirmation":true}`, "--extra-vars=@/s/secrets.yml", "--inventory=/s/inventory", "-vv", "remove-node.yml"},
+			want: []string{"/opt/venv/bin/ansible-playbook", pins(map[string]any{"node": "worker-3", "skip_confirmation": true}), "--extra-vars=@/s/secrets.yml", "--inventory=/s/inventory", "-vv", "remove-node.yml"},
 		},
 		{name: "secret in extra vars", opts: PlaybookOptions{ExtraVars: map[string]any{"pw": testSecret}}, wantErr: "secret value would appear on the command line"},
 		{name: "secret in limit", opts: PlaybookOptions{Limit: testSecret}, wantErr: "secret value"},

@@ -117,10 +117,21 @@ func Command(b *Bundle, root string, opts PlaybookOptions) ([]string, error) {
 		}
 		varsFile = opts.VarsFile
 	}
+	// Host key pinning as extra vars too, which beat every inventory
+	// variable: kubespray's runs read the operator's group_vars and
+	// host_vars, where ansible_ssh_args would replace ssh_args (pinning
+	// and all) and ansible_host_key_checking would turn checking off.
+	extra := map[string]any{}
+	for k, v := range opts.ExtraVars {
+		extra[k] = v
+	}
+	for k, v := range pinnedVars(root) {
+		extra[k] = v
+	}
 	pbo := &playbook.AnsiblePlaybookOptions{
 		Inventory:     inv,
 		ExtraVarsFile: []string{"@" + root + "/" + varsFile},
-		ExtraVars:     opts.ExtraVars,
+		ExtraVars:     extra,
 		Check:         opts.Check,
 		Diff:          opts.Diff,
 		Limit:         opts.Limit,
@@ -205,6 +216,22 @@ func cleanEnv(env []string) []string {
 func sshArgs(root string) string {
 	return "-o UserKnownHostsFile=\"" + root + "/" + KnownHostsFile + "\" -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes" +
 		" -o ControlMaster=auto -o ControlPersist=60s"
+}
+
+// pinnedVars are the connection variables every run gets as extra vars
+// (the highest precedence Ansible has): the ssh arguments that pin the
+// bundle's known_hosts, and host key checking on for the ssh and paramiko
+// connection plugins. An inventory's group_vars or host_vars (kubespray's
+// inventory directory is the operator's) cannot override them; options
+// they add through ansible_ssh_common_args or ansible_ssh_extra_args come
+// after ssh_args on ssh's command line, where ssh keeps the first value.
+func pinnedVars(root string) map[string]any {
+	return map[string]any{
+		"ansible_ssh_args":                   sshArgs(root),
+		"ansible_host_key_checking":          true,
+		"ansible_ssh_host_key_checking":      true,
+		"ansible_paramiko_host_key_checking": true,
+	}
 }
 
 // jinjaRE finds what starts a Jinja expression, statement or comment.

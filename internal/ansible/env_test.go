@@ -287,3 +287,82 @@ func unlockedStage(t *testing.T) string {
 	}
 	return dir
 }
+
+// TestHostKeyPinnedAgainstInventoryVars: a kubespray run reads the
+// operator's inventory directory, whose group_vars and host_vars may set
+// ansible_ssh_args (which replaces ssh_args, pinning and all), turn
+// host_key_checking off, and add ssh_common_args/ssh_extra_args; kubespray's
+// ansible.cfg turns checking off too. heatsible pins the ssh arguments and
+// host key checking in extra vars, which beat every inventory variable: a
+// changed key is still refused, the right one still works. On b6df54c the
+// changed key connected (exit 0).
+func TestHostKeyPinnedAgainstInventoryVars(t *testing.T) {
+	needAnsible(t)
+	srv := remotetest.Start(t)
+	_, other, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherSigner, err := ssh.NewSignerFromKey(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insecure := "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o GlobalKnownHostsFile=/dev/null"
+	vars := "ansible_ssh_args: \"" + insecure + "\"\nansible_ssh_common_args: \"" + insecure + "\"\nansible_ssh_extra_args: \"" + insecure + "\"\n" +
+		"ansible_host_key_checking: false\nansible_ssh_host_key_checking: false\nansible_paramiko_host_key_checking: false\n"
+	for name, key := range map[string]ssh.PublicKey{"right key": srv.HostKeys[0], "changed key": otherSigner.PublicKey()} {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir() // kubespray's checkout
+			invDir := filepath.Join(root, "inventory", "c")
+			files := map[string]string{
+				"ansible.cfg": "[defaults]\nhost_key_checking = False\n[ssh_connection]\nssh_args = " + insecure + "\n",
+				"play.yml":    "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: Who\n      ansible.builtin.raw: id -un\n      changed_when: false\n",
+				"inventory/c/hosts.yaml": "all:\n  hosts:\n    node-a:\n      ansible_host: 127.0.0.1\n      ansible_port: " + strings.TrimPrefix(srv.Addr, "127.0.0.1:") +
+					"\n      ansible_user: root\n      ansible_ssh_private_key_file: " + srv.RootKeyFile + "\n",
+				"inventory/c/group_vars/all/ssh.yml": vars,
+				"inventory/c/host_vars/node-a.yml":   vars,
+			}
+			for p, content := range files {
+				full := filepath.Join(root, p)
+				if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			spec := BundleSpec{Cluster: "c", Operation: "op", BaseDir: t.TempDir(), Inventory: []byte("all: {}\n"), Playbook: []byte("- hosts: all\n  tasks: []\n"),
+				KnownHosts: []byte(srv.KnownHostsLine(key) + "\n"), KnownHostsFor: []string{srv.Addr}, Forks: 1, Timeout: 10}
+			b, err := NewBundle(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			home, err := os.MkdirTemp("", "hk")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(home)
+			t.Setenv("HOME", home)
+			res, err := (LocalRunner{}).Run(context.Background(), b, PlaybookOptions{
+				Dir: root, Playbooks: []string{"play.yml"}, ForeignConfig: true, Inventory: filepath.Join(invDir, "hosts.yaml"), Become: false})
+			if res == nil {
+				t.Fatalf("no result: %v", err)
+			}
+			output := res.Stderr
+			for _, e := range res.Events {
+				output += e.Msg + "\n"
+			}
+			switch name {
+			case "right key":
+				if res.ExitCode != 0 {
+					t.Errorf("exit %d, want 0: %v\n%s", res.ExitCode, err, output)
+				}
+			case "changed key":
+				if res.ExitCode != 4 || !strings.Contains(output, "CHANGED") {
+					t.Errorf("exit %d, want 4 (unreachable: host key changed): %v\n%s", res.ExitCode, err, output)
+				}
+			}
+		})
+	}
+}
