@@ -283,3 +283,35 @@ func TestRefusalNeverEchoesACredential(t *testing.T) {
 		})
 	}
 }
+
+// TestLimitFileReadHere: run reads --limit @FILE on this machine, as plan
+// does (the Ansible host has no such file): a missing one, or a line
+// ansible-playbook would read as a pattern that names nothing, stops the
+// run with exit code 2 before any connection.
+func TestLimitFileReadHere(t *testing.T) {
+	kh := hostileEnv(t)
+	lc := listen(t)
+	req := filepath.Join(hostileDir, "control.json")
+	pkg := filepath.Join(hostileDir, "package")
+	topo := filepath.Join(td, "topology", "k8s-a.yaml")
+	comma := filepath.Join(t.TempDir(), "retry")
+	if err := os.WriteFile(comma, []byte("master-0,storage-server\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []string{"@" + filepath.Join(t.TempDir(), "missing"), "@" + comma} {
+		for _, args := range [][]string{
+			{"plan", "instantiate-end", "--request", req, "--package", pkg, "--topology", topo, "--limit", limit},
+			{"run", "instantiate-end", "--request", req, "--package", pkg, "--topology", topo, "--limit", limit,
+				"--ansible-host", lc.ln.Addr().String(), "--known-hosts", kh},
+		} {
+			before := lc.count.Load()
+			code, out, errs := heatsibleTimeout(t, 60*time.Second, args...)
+			if n := lc.count.Load() - before; n != 0 {
+				t.Errorf("%s --limit %s: %d connection(s)", args[0], limit, n)
+			}
+			if code != 2 || !strings.Contains(errs, "--limit "+limit) {
+				t.Errorf("%s --limit %s: exit %d, want 2 naming --limit\n%s%s", args[0], limit, code, out, errs)
+			}
+		}
+	}
+}

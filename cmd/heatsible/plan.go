@@ -72,7 +72,7 @@ pattern, hosts, roles, runs/skip).`,
 	f := cmd.Flags()
 	tf.add(cmd, ", as for run")
 	f.StringVar(&tags, "tags", "", "only these roles (comma-separated), as 'run --tags'")
-	f.StringVar(&o.Limit, "limit", "", "only these nodes or groups (Ansible --limit pattern), as 'run --limit'")
+	f.StringVar(&o.Limit, "limit", "", "only these nodes or groups (Ansible --limit pattern; @FILE is read on this machine, one pattern per line), as 'run --limit'")
 	return cmd
 }
 

@@ -254,7 +254,7 @@ records of each cluster are kept.`,
 	f.StringVar(&reportFile, "report", "", "write the review report (each host's tasks, the diffs, the summary) to FILE: Markdown, or JSON if FILE ends in .json")
 	f.StringVar(&role, "role", "", "re-run one role only (cinder_volume, nfs_server, nfs_client, pv_register, external_lb, k8s_vim, k8s_node or k8s_join); the same as --tags ROLE")
 	f.StringVar(&tags, "tags", "", "run only these roles (comma-separated, e.g. cinder_volume,nfs_server,nfs_client,pv_register; k8s_vim: Tacker's Kubernetes VIM)")
-	f.StringVar(&o.Limit, "limit", "", "run only on these nodes or groups (Ansible --limit pattern)")
+	f.StringVar(&o.Limit, "limit", "", "run only on these nodes or groups (Ansible --limit pattern; @FILE is read on this machine, one pattern per line)")
 	f.StringVar(&vimInfo, "vim-info", "", "instantiate-end, heal-end --cluster: write Tacker's Kubernetes VIM (server, CA, bearer token; docs/hooks.md) to FILE, mode 0600, once the run succeeded")
 	f.IntVar(&o.Forks, "forks", 0, "hosts Ansible works on at once (default 50)")
 	f.BoolVar(&o.BreakLock, "break-lock", false, "take over the cluster lock left by a run that was killed or crashed (read its run record first); never breaks a live run's lock")

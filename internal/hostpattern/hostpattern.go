@@ -9,10 +9,12 @@ package hostpattern
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path"
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -236,24 +238,125 @@ func mapValue(n *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
-// Resolve evaluates an Ansible host pattern: terms separated by "," (or
-// ":"), each a host, a group, "all"/"*", a glob or "~regex"; "&term"
-// intersects, "!term" excludes. Unknown names match nothing, as in Ansible
-// (which warns). Subscripts (group[0]) are not supported.
+// Resolve evaluates an Ansible host pattern (a play's hosts): terms
+// separated by "," (or ":"), each a host, a group, "all"/"*", a glob or
+// "~regex"; "&term" intersects, "!term" excludes. Unknown names match
+// nothing, as in Ansible (which warns). Subscripts (group[0]) are not
+// supported.
 func (inv *Inventory) Resolve(pattern string) ([]string, error) {
-	pattern = strings.TrimSpace(pattern)
+	return inv.evaluate(splitHostPattern(pattern))
+}
+
+// ResolveLimit evaluates a --limit value as ansible-playbook does
+// (InventoryManager.subset): a pattern whose terms may be @FILE, each line
+// of FILE one more term (see LimitPatterns).
+func (inv *Inventory) ResolveLimit(limit string) ([]string, error) {
+	terms, err := LimitPatterns(limit)
+	if err != nil {
+		return nil, err
+	}
+	return inv.evaluate(terms)
+}
+
+// splitHostPattern is Ansible's split_host_pattern: split on ',' when
+// there is one, else on ':' unless the pattern is an address (IPv6, or
+// host:port).
+func splitHostPattern(pattern string) []string {
 	var terms []string
-	if strings.Contains(pattern, ",") {
+	switch {
+	case strings.Contains(pattern, ","):
 		terms = strings.Split(pattern, ",")
-	} else if strings.Count(pattern, ":") > 0 && !strings.Contains(pattern, "::") && !ipv6ish(pattern) {
+	case strings.Count(pattern, ":") > 0 && !strings.Contains(pattern, "::") && !ipv6ish(pattern) && !hostPort.MatchString(strings.TrimSpace(pattern)):
 		terms = strings.Split(pattern, ":")
-	} else {
+	default:
 		terms = []string{pattern}
 	}
+	var out []string
+	for _, t := range terms {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// hostPort is a host:port that Ansible's parse_address takes as one
+// address rather than two patterns.
+var hostPort = regexp.MustCompile(`^[A-Za-z0-9._-]+:[0-9]+$`)
+
+// LimitPatterns returns the terms of a --limit value as ansible-playbook
+// reads them: split like a host pattern, and each @FILE term replaced by
+// the lines of FILE, each stripped, read on this machine (Python's text
+// mode: "\r\n" and "\r" end lines too). A line holding ',' or starting
+// with '@' is refused: ansible-playbook takes it as one pattern that names
+// nothing, and heatsible hands the lines on joined by ',' (LimitArg).
+func LimitPatterns(limit string) ([]string, error) {
+	var out []string
+	for _, t := range splitHostPattern(limit) {
+		if !strings.HasPrefix(t, "@") {
+			out = append(out, t)
+			continue
+		}
+		name := t[1:]
+		st, err := os.Stat(name)
+		if err != nil {
+			return nil, fmt.Errorf("--limit %s: cannot read the limit file: %v", t, err)
+		}
+		if st.IsDir() {
+			return nil, fmt.Errorf("--limit %s: a limit starting with '@' must be a file, not a directory", t)
+		}
+		data, err := os.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("--limit %s: cannot read the limit file: %v", t, err)
+		}
+		if !utf8.Valid(data) {
+			return nil, fmt.Errorf("--limit %s: the limit file is not UTF-8 text", t)
+		}
+		text := strings.ReplaceAll(strings.ReplaceAll(string(data), "\r\n", "\n"), "\r", "\n")
+		for i, line := range strings.Split(text, "\n") {
+			line = strings.TrimSpace(line)
+			if strings.Contains(line, ",") || strings.HasPrefix(line, "@") {
+				return nil, fmt.Errorf("--limit %s: line %d holds ',' or starts with '@'; a limit file has one host pattern per line (ansible-playbook would take the line as one pattern that names nothing)", t, i+1)
+			}
+			out = append(out, line)
+		}
+	}
+	return out, nil
+}
+
+// LimitArg is the --limit value to hand ansible-playbook for limit: limit
+// itself, or, when it names a limit file, its patterns joined by ',' (with
+// a ',' at the end, so that even one pattern is not split on ':'). The
+// file is read on this machine, so the run and plan agree wherever
+// ansible-playbook runs (the Ansible host has no such file).
+func LimitArg(limit string) (string, error) {
+	terms, err := LimitPatterns(limit)
+	if err != nil {
+		return "", err
+	}
+	for _, t := range splitHostPattern(limit) {
+		if strings.HasPrefix(t, "@") {
+			var kept []string
+			for _, p := range terms {
+				if p != "" {
+					kept = append(kept, p)
+				}
+			}
+			return strings.Join(kept, ",") + ",", nil
+		}
+	}
+	return limit, nil
+}
+
+// evaluate is Ansible's _evaluate_patterns: the plain terms first (in
+// order, a union), then the '&' terms (intersections), then the '!' terms
+// (exclusions); with no plain term it starts from all hosts. Empty terms
+// are skipped.
+func (inv *Inventory) evaluate(terms []string) ([]string, error) {
 	union := map[string]bool{}
 	var and, not [][]string
+	plain := 0
 	for _, term := range terms {
-		term = strings.TrimSpace(term)
 		if term == "" {
 			continue
 		}
@@ -271,9 +374,15 @@ func (inv *Inventory) Resolve(pattern string) ([]string, error) {
 		case '!':
 			not = append(not, hs)
 		default:
+			plain++
 			for _, h := range hs {
 				union[h] = true
 			}
+		}
+	}
+	if plain == 0 {
+		for _, h := range inv.hosts {
+			union[h] = true
 		}
 	}
 	for _, hs := range and {
@@ -305,7 +414,7 @@ func (inv *Inventory) term(t string) ([]string, error) {
 	if t == "all" || t == "*" {
 		return inv.hosts, nil
 	}
-	if strings.ContainsAny(t, "[]") {
+	if strings.ContainsAny(t, "[]") && !strings.HasPrefix(t, "~") {
 		return nil, fmt.Errorf("subscripts like %q are not supported by heatsible plan", t)
 	}
 	if hs, ok := inv.groups[t]; ok {

@@ -98,6 +98,9 @@ type Step struct {
 // and roles. Errors carry exit codes.
 func MakePlan(ctx context.Context, o PlanOptions) (*Plan, error) {
 	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased, Nodes: o.Nodes, Tags: o.Tags}
+	if _, err := hostpattern.LimitPatterns(o.Limit); err != nil {
+		return nil, fail.With(fail.Invalid, err)
+	}
 	t, files, err := load(ctx, op, o.Request, o.PackageDir, o.Source, o.Version)
 	if err != nil {
 		return nil, err
@@ -179,7 +182,7 @@ func PlanFiles(playbook, inventoryYAML []byte, limit string, tags []string) (*Pl
 	}
 	var limitSet map[string]bool
 	if limit != "" {
-		hs, err := inv.Resolve(limit)
+		hs, err := inv.ResolveLimit(limit)
 		if err != nil {
 			return nil, fmt.Errorf("--limit %q: %w", limit, err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/fail"
+	"github.com/heatsible/heatsible/internal/hostpattern"
 	"github.com/heatsible/heatsible/internal/interrupt"
 	"github.com/heatsible/heatsible/internal/params"
 	"github.com/heatsible/heatsible/internal/remote"
@@ -133,6 +134,14 @@ func runOp(ctx context.Context, o RunOptions, rec *state.Record) (_ *RunOutcome,
 	start := rec.Started()
 	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased, Nodes: o.Nodes, Tags: o.Tags}
 	req := o.Request
+	// A limit file (--limit @FILE) is read here, as plan reads it, and its
+	// patterns handed on: the Ansible host has no such file, and both must
+	// mean the same hosts.
+	limit, err := hostpattern.LimitArg(o.Limit)
+	if err != nil {
+		return nil, fail.With(fail.Invalid, err)
+	}
+	o.Limit = limit
 	// The connection to the Ansible host is opened while Heat is read: both
 	// mostly wait (about 0.1 s and 0.6 s on the test bed). Only then: with
 	// --topology there is nothing to overlap, and it is opened after the
