@@ -298,20 +298,24 @@ func (p *progress) event(e ansible.Event) {
 		return
 	}
 	w := p.g.stderr
+	// What hosts send back (messages, file contents) is masked, then
+	// escaped for the terminal (redact.Terminal): only heatsible's own
+	// colour codes reach it as they are.
+	show := func(s string) string { return redact.Terminal(p.mask.Mask(s)) }
 	switch e.Kind {
 	case ansible.KindPlayStart:
-		fmt.Fprintf(w, "== %s\n", e.Play)
+		fmt.Fprintf(w, "== %s\n", show(e.Play))
 	case ansible.KindResult:
 		if e.Status == ansible.StatusSkipped && !p.g.verbose {
 			return
 		}
-		line := fmt.Sprintf("  %-24s %-11s %s", e.Host, p.paint(e.Status, string(e.Status)), e.Task)
+		line := fmt.Sprintf("  %-24s %-11s %s", show(e.Host), p.paint(e.Status, string(e.Status)), show(e.Task))
 		report := e.Status == ansible.StatusFailed || e.Status == ansible.StatusUnreachable ||
 			strings.HasSuffix(e.Action, "debug") // the roles' own reports, e.g. each PV's phase
 		if report && e.Msg != "" {
-			line += "\n      " + strings.ReplaceAll(strings.TrimSpace(e.Msg), "\n", "\n      ")
+			line += "\n      " + strings.ReplaceAll(show(strings.TrimSpace(e.Msg)), "\n", "\n      ")
 		}
-		fmt.Fprintln(w, p.mask.Mask(line))
+		fmt.Fprintln(w, line)
 	}
 }
 
@@ -394,7 +398,8 @@ func writeReport(name string, rep *review.Report, mask *redact.Masker) error {
 		if err := rep.WriteMarkdown(&buf); err != nil {
 			return err
 		}
-		data = []byte(mask.Mask(buf.String()))
+		// For people, who read it with cat and less: escaped like stderr.
+		data = []byte(redact.Terminal(mask.Mask(buf.String())))
 	}
 	// Not through a link someone planted at the name: a temporary file
 	// created exclusively, renamed over it.
