@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/heatsible/heatsible/internal/params"
 )
 
@@ -161,6 +163,81 @@ func TestKubesprayShellUse(t *testing.T) {
 				default:
 					t.Errorf("the run left %s in its directory", e.Name())
 				}
+			}
+		})
+	}
+}
+
+// kubeadmSANs is how kubespray writes the API server certificate's SANs
+// into kubeadm's configuration (roles/kubernetes/control-plane/templates/
+// kubeadm-config.v1beta4.yaml.j2 at 46dbdd3, lines 350-353, with the
+// sections around them), supplementary_addresses_in_ssl_keys among them
+// (tasks/kubeadm-setup.yml aggregates apiserver_sans).
+const kubeadmSANs = `apiServer:
+  certSANs:
+{% for san in apiserver_sans %}
+  - "{{ san }}"
+{% endfor %}
+controllerManager:
+  extraArgs: []
+`
+
+// TestKubesprayKubeadmSANs: the cluster CP's address (a topology value)
+// reaches kubeadm's configuration through supplementary_addresses_in_ssl_keys.
+// One with a quote and a newline after an IPv6 zone's '%' (accepted by
+// b6df54c's topology load) adds keys to the apiServer section, here
+// authorization-mode AlwaysAllow; the topology refuses it now, with its
+// path.
+func TestKubesprayKubeadmSANs(t *testing.T) {
+	if _, err := exec.LookPath("ansible-playbook"); err != nil {
+		t.Skip("ansible-playbook not installed (apt-get install ansible); .ci/run installs it")
+	}
+	// An IPv6 zone carries it: Go's parser takes any text after '%'.
+	evil := "fe80::a%x\"\n  extraArgs:\n  - name: authorization-mode\n    value: AlwaysAllow\n  # the closing quote lands here:"
+	for _, tc := range []struct {
+		name, addr string
+		injected   bool
+	}{{"injected", evil, true}, {"address", "10.10.0.10", false}, {"host name", "api.cluster.example", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, topo := scaleFixture(t, "kubespray_lb")
+			cp := req.Cluster.MasterNode.ClusterCPName
+			topo.CPs[cp] = tc.addr
+			err := topo.Validate()
+			if tc.injected != (err != nil) || (err != nil && !strings.Contains(err.Error(), "topology.cps."+cp+": ")) {
+				t.Errorf("topology.Validate: %v (injected %v)", err, tc.injected)
+			}
+			dir := t.TempDir()
+			vars, err := kubesprayVarsFile(req, kubesprayVars(req, topo))
+			if err != nil {
+				t.Fatal(err)
+			}
+			play := "- hosts: localhost\n  connection: local\n  gather_facts: false\n  tasks:\n" +
+				"    - name: Kubeadm | aggregate all SANs (kubeadm-setup.yml, the request's part)\n" +
+				"      set_fact:\n        apiserver_sans: \"{{ ['kubernetes', supplementary_addresses_in_ssl_keys] | flatten | select | unique }}\"\n" +
+				"    - name: Kubeadm | Create kubeadm config\n      template:\n        src: \"{{ out }}/kubeadm.j2\"\n        dest: \"{{ out }}/kubeadm-config.yaml\"\n        mode: \"0640\"\n"
+			for name, content := range map[string]string{"kubespray-vars.yml": string(vars), "play.yml": play, "kubeadm.j2": kubeadmSANs} {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := exec.Command("ansible-playbook", "-i", "localhost,", "-e", "@"+filepath.Join(dir, "kubespray-vars.yml"), "-e", "out="+dir, filepath.Join(dir, "play.yml"))
+			cmd.Env = append(os.Environ(), "ANSIBLE_NOCOLOR=1", "ANSIBLE_LOCALHOST_WARNING=False")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("ansible-playbook: %v\n%s", err, out)
+			}
+			cfg, err := os.ReadFile(filepath.Join(dir, "kubeadm-config.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("kubeadm's configuration as kubespray would write it:\n%s", cfg)
+			var doc struct {
+				APIServer map[string]any `yaml:"apiServer"`
+			}
+			if err := yaml.Unmarshal(cfg, &doc); err != nil {
+				t.Fatalf("%v\n%s", err, cfg)
+			}
+			if _, got := doc.APIServer["extraArgs"]; got != tc.injected {
+				t.Errorf("apiServer.extraArgs present: %v, want %v\n%s", got, tc.injected, cfg)
 			}
 		})
 	}
