@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -26,7 +29,8 @@ import (
 //     there, only the bed's own PVs (Available, on the storage server, no
 //     claim), no claim, and the faults the tests inject undone (ganesha
 //     masked, exportfs shadowed, scratch devices, the API server rule,
-//     transient units, a host whose sshd does not answer). Whatever is
+//     transient units, a host whose sshd does not answer, the Heat stack not
+//     complete or not its size). Whatever is
 //     found is named with the test that ran before, then put right; the
 //     test fails only when it cannot be put right.
 //   - after it (its own cleanups have run: this one was registered first),
@@ -146,6 +150,9 @@ func (b *bed) check(t *testing.T) (found []dirt, transient bool) {
 	found = append(found, b.checkStorage()...)
 	found = append(found, b.checkMaster()...)
 	found = append(found, b.checkSSH()...)
+	if b.env["OS_AUTH_URL"] != "" {
+		found = append(found, b.checkHeat()...)
+	}
 	return found, tr
 }
 
@@ -491,4 +498,113 @@ chown "$1" "$2"`, "sh", u, lock, stage)
 		t.Errorf("the lock file after restore: %q, %v; want it emptied (released), as a finished run leaves it", rec, err)
 	}
 	b.exec(t, "ansible", "rm", "-f", lock)
+}
+
+// heatStack is the bed's stack as Heat reports it: its status and how many
+// servers it has (nested members included).
+func (b *bed) heatStack() (status string, servers int, err error) {
+	auth := map[string]any{"auth": map[string]any{
+		"identity": map[string]any{"methods": []string{"password"}, "password": map[string]any{"user": map[string]any{
+			"name": b.env["OS_USERNAME"], "password": b.env["OS_PASSWORD"], "domain": map[string]any{"name": b.env["OS_USER_DOMAIN_NAME"]}}}},
+		"scope": map[string]any{"project": map[string]any{"name": b.env["OS_PROJECT_NAME"], "domain": map[string]any{"name": b.env["OS_PROJECT_DOMAIN_NAME"]}}},
+	}}
+	body, _ := json.Marshal(auth)
+	c := &http.Client{Timeout: 20 * time.Second}
+	resp, err := c.Post(strings.TrimSuffix(b.env["OS_AUTH_URL"], "/")+"/auth/tokens", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return "", 0, err
+	}
+	defer resp.Body.Close()
+	var tok struct {
+		Token struct {
+			Catalog []struct {
+				Type      string
+				Endpoints []struct{ Interface, URL string }
+			}
+		}
+	}
+	if resp.StatusCode != http.StatusCreated {
+		return "", 0, fmt.Errorf("keystone: %s", resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil {
+		return "", 0, err
+	}
+	heat := ""
+	for _, s := range tok.Token.Catalog {
+		for _, e := range s.Endpoints {
+			if s.Type == "orchestration" && e.Interface == "public" {
+				heat = e.URL
+			}
+		}
+	}
+	if heat == "" {
+		return "", 0, errors.New("no orchestration endpoint in Keystone's catalog")
+	}
+	get := func(path string, v any) error {
+		req, _ := http.NewRequest("GET", strings.TrimSuffix(heat, "/")+path, nil)
+		req.Header.Set("X-Auth-Token", resp.Header.Get("X-Subject-Token"))
+		r, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		defer r.Body.Close()
+		if r.StatusCode != http.StatusOK {
+			return fmt.Errorf("heat GET %s: %s", path, r.Status)
+		}
+		return json.NewDecoder(r.Body).Decode(v)
+	}
+	name := b.env["HEATSIBLE_STACK"]
+	var st struct {
+		Stack struct {
+			StackStatus string `json:"stack_status"`
+		}
+	}
+	if err := get("/stacks/"+name, &st); err != nil {
+		return "", 0, err
+	}
+	var res struct {
+		Resources []struct {
+			ResourceType string `json:"resource_type"`
+		}
+	}
+	if err := get("/stacks/"+name+"/resources?nested_depth=3", &res); err != nil {
+		return "", 0, err
+	}
+	for _, r := range res.Resources {
+		if r.ResourceType == "OS::Nova::Server" {
+			servers++
+		}
+	}
+	return st.Stack.StackStatus, servers, nil
+}
+
+// heatSeen is the stack's server count at the guard's first look: tests
+// that scale the stack put it back to that.
+var heatSeen struct {
+	sync.Mutex
+	servers int
+}
+
+// checkHeat: the bed's stack is complete and has the servers it had when
+// this go test run began. Nothing here can put it right (testbed/bin/bed
+// up with the bed's knobs does), so it is reported, and the test that
+// left it fails.
+func (b *bed) checkHeat() []dirt {
+	status, servers, err := b.heatStack()
+	if err != nil {
+		return []dirt{{what: "the bed's Heat stack cannot be read: " + err.Error()}}
+	}
+	heatSeen.Lock()
+	defer heatSeen.Unlock()
+	var found []dirt
+	if status != "CREATE_COMPLETE" && status != "UPDATE_COMPLETE" {
+		found = append(found, dirt{what: fmt.Sprintf("the Heat stack %s is %s (bring it back with testbed/bin/bed up and the bed's knobs)", b.env["HEATSIBLE_STACK"], status)})
+	}
+	switch {
+	case heatSeen.servers == 0:
+		heatSeen.servers = servers
+	case servers != heatSeen.servers:
+		found = append(found, dirt{what: fmt.Sprintf("the Heat stack %s has %d servers, %d when this test run began", b.env["HEATSIBLE_STACK"], servers, heatSeen.servers)})
+	}
+	return found
 }
