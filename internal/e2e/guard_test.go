@@ -144,16 +144,33 @@ func (b *bed) restore(t *testing.T, found []dirt) []dirt {
 // may still go by itself (a held lock, a running ansible-playbook).
 func (b *bed) check(t *testing.T) (found []dirt, transient bool) {
 	t.Helper()
-	f, tr := b.checkAnsibleHost()
-	found = append(found, f...)
-	found = append(found, b.checkPVs()...)
-	found = append(found, b.checkStorage()...)
-	found = append(found, b.checkMaster()...)
-	found = append(found, b.checkSSH()...)
-	if b.env["OS_AUTH_URL"] != "" {
-		found = append(found, b.checkHeat()...)
+	// Independent looks at different hosts: at once (about 0.5 s instead
+	// of 1.2 s, twice per test).
+	looks := []func() []dirt{
+		func() []dirt {
+			f, tr := b.checkAnsibleHost()
+			transient = tr
+			return f
+		},
+		b.checkPVs, b.checkStorage, b.checkMaster, b.checkSSH,
 	}
-	return found, tr
+	if b.env["OS_AUTH_URL"] != "" {
+		looks = append(looks, b.checkHeat)
+	}
+	results := make([][]dirt, len(looks))
+	var wg sync.WaitGroup
+	for i, look := range looks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = look()
+		}()
+	}
+	wg.Wait()
+	for _, r := range results {
+		found = append(found, r...)
+	}
+	return found, transient
 }
 
 // ansibleScript reports, one per line: "lock FILE held|free RECORD",
@@ -500,19 +517,30 @@ chown "$1" "$2"`, "sh", u, lock, stage)
 	b.exec(t, "ansible", "rm", "-f", lock)
 }
 
-// heatStack is the bed's stack as Heat reports it: its status and how many
-// servers it has (nested members included).
-func (b *bed) heatStack() (status string, servers int, err error) {
+// heatToken is a Keystone token and Heat's endpoint, kept for 30 minutes
+// (Keystone gives an hour): asking Keystone for one takes most of a check.
+var heatToken struct {
+	sync.Mutex
+	token, url string
+	until      time.Time
+}
+
+// heatAuth returns a token and Heat's public endpoint for the bed's admin.
+func (b *bed) heatAuth(c *http.Client) (token, heat string, err error) {
+	heatToken.Lock()
+	defer heatToken.Unlock()
+	if time.Now().Before(heatToken.until) {
+		return heatToken.token, heatToken.url, nil
+	}
 	auth := map[string]any{"auth": map[string]any{
 		"identity": map[string]any{"methods": []string{"password"}, "password": map[string]any{"user": map[string]any{
 			"name": b.env["OS_USERNAME"], "password": b.env["OS_PASSWORD"], "domain": map[string]any{"name": b.env["OS_USER_DOMAIN_NAME"]}}}},
 		"scope": map[string]any{"project": map[string]any{"name": b.env["OS_PROJECT_NAME"], "domain": map[string]any{"name": b.env["OS_PROJECT_DOMAIN_NAME"]}}},
 	}}
 	body, _ := json.Marshal(auth)
-	c := &http.Client{Timeout: 20 * time.Second}
 	resp, err := c.Post(strings.TrimSuffix(b.env["OS_AUTH_URL"], "/")+"/auth/tokens", "application/json", bytes.NewReader(body))
 	if err != nil {
-		return "", 0, err
+		return "", "", err
 	}
 	defer resp.Body.Close()
 	var tok struct {
@@ -524,12 +552,11 @@ func (b *bed) heatStack() (status string, servers int, err error) {
 		}
 	}
 	if resp.StatusCode != http.StatusCreated {
-		return "", 0, fmt.Errorf("keystone: %s", resp.Status)
+		return "", "", fmt.Errorf("keystone: %s", resp.Status)
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil {
-		return "", 0, err
+		return "", "", err
 	}
-	heat := ""
 	for _, s := range tok.Token.Catalog {
 		for _, e := range s.Endpoints {
 			if s.Type == "orchestration" && e.Interface == "public" {
@@ -538,11 +565,23 @@ func (b *bed) heatStack() (status string, servers int, err error) {
 		}
 	}
 	if heat == "" {
-		return "", 0, errors.New("no orchestration endpoint in Keystone's catalog")
+		return "", "", errors.New("no orchestration endpoint in Keystone's catalog")
+	}
+	heatToken.token, heatToken.url, heatToken.until = resp.Header.Get("X-Subject-Token"), heat, time.Now().Add(30*time.Minute)
+	return heatToken.token, heat, nil
+}
+
+// heatStack is the bed's stack as Heat reports it: its status and how many
+// servers it has (nested members included).
+func (b *bed) heatStack() (status string, servers int, err error) {
+	c := &http.Client{Timeout: 20 * time.Second}
+	token, heat, err := b.heatAuth(c)
+	if err != nil {
+		return "", 0, err
 	}
 	get := func(path string, v any) error {
 		req, _ := http.NewRequest("GET", strings.TrimSuffix(heat, "/")+path, nil)
-		req.Header.Set("X-Auth-Token", resp.Header.Get("X-Subject-Token"))
+		req.Header.Set("X-Auth-Token", token)
 		r, err := c.Do(req)
 		if err != nil {
 			return err

@@ -70,7 +70,13 @@ func TestNoServingFromBareMountPoint(t *testing.T) {
 	k := b.request(t).AdditionalParams.K
 	mount := k.Storage.Volumes[0].MountTo
 	args := b.storageArgs(t, func(ss map[string]any) {
-		ss["nfs_server_setup_params"] = []any{map[string]any{"export_dir": mount, "export_to": "10.231.0.0/24"}}
+		// no_root_squash: the test writes as the workers' root into the
+		// volume's root directory (root's, 0755). With the default
+		// root_squash that write is refused for its permissions, and the
+		// write with the volume unmounted would fail for them too, proving
+		// nothing about the mount.
+		ss["nfs_server_setup_params"] = []any{map[string]any{"export_dir": mount, "export_to": "10.231.0.0/24",
+			"export_options": "rw,sync,no_subtree_check,no_root_squash"}}
 	})
 	code, _, errs, took := b.heatsible(t, args...)
 	t.Logf("export %s itself: exit %d in %s", mount, code, took.Round(time.Millisecond))
