@@ -75,6 +75,9 @@ stop() {
 db_ok()   { alive "$PIDS/mysqld.pid" && mariadb-admin --socket="$RUN/mysqld.sock" -uroot ping >/dev/null 2>&1; }
 ks_ok()   { alive "$PIDS/keystone.pid" && curl -sf -m 5 "$KS_URL/v3/" >/dev/null 2>&1; }
 heat_ok() { alive "$PIDS/heat-all.pid" && curl -sf -m 5 "$HEAT_URL/" >/dev/null 2>&1; }
+# heat-all loaded the plugin as it is now (a changed plugin needs a restart of heat-all)
+plugin_sum() { cat "$HERE"/plugin/*.py | sha256sum | cut -c1-16; }
+plugin_current() { [ "$(cat "$PIDS/heat-all.plugin" 2>/dev/null)" = "$(plugin_sum)" ]; }
 
 # ---------------------------------------------------------------- install
 do_install() {
@@ -339,6 +342,7 @@ start_heat() {
   HEATSIBLE_POOLS=$RUN/pools.json HEATSIBLE_ALLOC=$RUN/allocations.json \
     setsid heat-all --config-file "$ETC/heat.conf" >> "$LOGS/heat-all.out" 2>&1 < /dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
   echo $! > "$PIDS/heat-all.pid"
+  plugin_sum > "$PIDS/heat-all.plugin"
   wait_for 120 heat_ok || die "heat-all did not answer in 120 s, see $LOGS/heat.log"
 }
 
@@ -359,7 +363,7 @@ rss() {
 do_up() {
   local t0 t fresh=0; t0=$(now)
   lock
-  if db_ok && ks_ok && heat_ok; then log "already up (healthy): no-op"; return 0; fi
+  if db_ok && ks_ok && heat_ok && plugin_current; then log "already up (healthy): no-op"; return 0; fi
   for c in mariadb-install-db mariadbd keystone-manage uwsgi heat-all heat-manage curl; do
     command -v "$c" >/dev/null || die "$c not found: run '$0 install' first"
   done
@@ -376,7 +380,10 @@ do_up() {
   if [ $fresh = 0 ] && alive "$PIDS/keystone.pid"; then wait_for 15 ks_ok || true; fi
   if [ $fresh = 0 ] && alive "$PIDS/heat-all.pid"; then wait_for 15 heat_ok || true; fi
   if [ $fresh = 1 ] || ! ks_ok; then t=$(now); start_keystone; log "keystone ready in $(since "$t")s"; fi
-  if [ $fresh = 1 ] || ! heat_ok; then t=$(now); start_heat; log "heat-all ready in $(since "$t")s"; fi
+  if [ $fresh = 1 ] || ! heat_ok || ! plugin_current; then
+    [ $fresh = 0 ] && heat_ok && log "the stand-in plugin changed: restarting heat-all"
+    t=$(now); start_heat; log "heat-all ready in $(since "$t")s"
+  fi
   log "up in $(since "$t0")s; env: $RUN/env, clouds.yaml: $RUN/clouds.yaml (cloud 'bed'); RSS:"
   rss >&2
 }

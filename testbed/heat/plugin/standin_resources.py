@@ -195,6 +195,28 @@ def release(key):
             al.save()
 
 
+def _volume_hook(*args):
+    """Run <pools dir>/hooks/volume ARGS if it is there (the bed's volume hook,
+    installed by testbed/tacker/tacker.sh): it gives a volume that Heat
+    attaches to a bed host a block device there, and takes it away when the
+    volume is deleted, as Nova and Cinder would. A failing hook fails the
+    resource, with its output."""
+    hook = os.path.join(os.path.dirname(_pools_path()), 'hooks', 'volume')
+    if not os.access(hook, os.X_OK):
+        return
+    import subprocess
+    try:
+        out = subprocess.run([hook] + [str(a) for a in args], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             timeout=120, check=False)
+    except subprocess.TimeoutExpired:
+        _fail('volume hook %s %s: no answer in 120 s' % (hook, ' '.join(map(str, args))))
+    if out.returncode != 0:
+        _fail('volume hook %s %s failed (exit %d): %s' % (
+            hook, ' '.join(map(str, args)), out.returncode,
+            out.stdout.decode('utf-8', 'replace')[-2000:]))
+
+
 def floating_for(fixed_ip):
     rules = _load_pools().get('floating') or {}
     addr = ipaddress.ip_address(fixed_ip)
@@ -390,6 +412,9 @@ class Server(_StandIn):
 
     def _on_create(self):
         self._on_update()
+        ips = [lookup(p) or '' for p in self.port_ids()]
+        for vid, dev in self.volume_devices():
+            _volume_hook('attach', vid, dev, self.resource_id, ','.join(ips))
 
     def _on_update(self):
         ports = [n.get('port') for n in (self.properties.get('networks') or [])
@@ -469,6 +494,11 @@ class Server(_StandIn):
 class Volume(_StandIn):
     properties_schema = _loose(_vol.CinderVolume.properties_schema)
     attributes_schema = _vol.CinderVolume.attributes_schema
+
+    def handle_delete(self):
+        if self.resource_id:
+            _volume_hook('delete', self.resource_id)
+        return None
 
     def _attachments(self):
         out = []
