@@ -326,6 +326,9 @@ class HeatsibleMgmtDriver(_Base):
     register_vim = None
     # Tacker's VIM registry (TackerVims below); tests put a fake here.
     vims = None
+    # (key, default) of Tacker's v1 heal block-storage toggle; None: read
+    # tacker.conf's [vnf_lcm] as the conductor has it (tests set it).
+    heal_block_storage_conf = None
 
     # Tacker keys MgmtDrivers by get_type(): it is the name used in
     # tacker.conf's vnflcm_mgmt_driver, the setup.cfg entry point and the
@@ -510,6 +513,106 @@ class HeatsibleMgmtDriver(_Base):
         targets = [['--storage-server']] if storage else []
         return targets + [['--vnfc-resource-id', s]
                           for s in _unique(servers)]
+
+    def _block_storage_conf(self):
+        """(key, default, where) of Tacker's v1 heal block-storage toggle.
+
+        Tacker 14 added [vnf_lcm] heal_vnfc_block_storage (default true)
+        and heal_include_block_storage_key (default
+        tacker_extension_heal_include_block_storage); the OpenStack infra
+        driver's heal_vnf marks a healed VNFC's volumes unhealthy too when
+        ``additional_params.get(key, heal_vnfc_block_storage)`` is true.
+        Before 14 it always did: a Tacker without the options is taken to
+        replace them.
+        """
+        if self.heal_block_storage_conf is not None:
+            key, default = self.heal_block_storage_conf
+            return key, default, 'the shim\'s heal_block_storage_conf'
+        try:  # pragma: no cover - only inside Tacker
+            from oslo_config import cfg
+            conf = cfg.CONF.vnf_lcm
+            return (conf.heal_include_block_storage_key,
+                    conf.heal_vnfc_block_storage,
+                    "tacker.conf [vnf_lcm] heal_vnfc_block_storage")
+        except Exception:  # noqa: BLE001 - no Tacker, or one before 14
+            return None, True, 'a Tacker before 14 (no [vnf_lcm] heal_vnfc_block_storage)'
+
+    @staticmethod
+    def _delete_released(heal_vnf_request):
+        """The heal request's additionalParams.heatsible_delete_released.
+
+        JSON true: the operator acknowledges the Released PVs (Retain PVs
+        whose claim was deleted) so that heal_start of the storage server
+        unregisters them too (heatsible's --delete-released; their data
+        stays on the export). Anything but a JSON boolean is refused.
+        """
+        req = _get(heal_vnf_request, 'additional_params') or {}
+        if not isinstance(req, dict) or 'heatsible_delete_released' not in req:
+            return False
+        v = req['heatsible_delete_released']
+        if not isinstance(v, bool):
+            _raise('heatsible heal_start: additionalParams.heatsible_delete_released '
+                   'is %s: want a JSON boolean (true acknowledges the Released '
+                   'PVs, which heal_start of the storage server then '
+                   'unregisters); nothing was run' % json.dumps(v), EXIT_INVALID)
+        return v
+
+    def _refuse_volume_replacement(self, vnf_instance, heal_vnf_request,
+                                   ids, params):
+        """Refuse, before anything runs, a heal that would recreate the
+        storage server's volumes (the PVs' data would be gone).
+
+        Decided exactly as Tacker's OpenStack infra driver decides it
+        (heal_vnf, _get_vdu_resources): the request's
+        additionalParams[key] if present (Python truth, as Tacker tests
+        it), else [vnf_lcm] heal_vnfc_block_storage; the volumes are the
+        VNFC's storage_resource_ids found in
+        virtual_storage_resource_info.
+        """
+        key, default, where = self._block_storage_conf()
+        req = _get(heal_vnf_request, 'additional_params') or {}
+        if key is not None and isinstance(req, dict) and key in req:
+            include = bool(req[key])
+            why = 'the request has additionalParams.%s = %s' % (
+                key, json.dumps(req[key]))
+        else:
+            include = bool(default)
+            why = ('the request does not set additionalParams.%s and %s '
+                   'is %s' % (key, where, json.dumps(default))
+                   if key else 'this is %s, whose heal always does' % where)
+        if not include:
+            return
+        info = _get(vnf_instance, 'instantiated_vnf_info')
+        vnfcs = {_get(v, 'id'): v
+                 for v in (_get(info, 'vnfc_resource_info') or [])}
+        storages = {_get(v, 'id'): v for v in
+                    (_get(info, 'virtual_storage_resource_info') or [])}
+        for i in _unique(ids):
+            vnfc = vnfcs.get(i)
+            if vnfc is None or not self._is_storage_server(vnfc, params):
+                continue
+            vols = []
+            for sid in _get(vnfc, 'storage_resource_ids') or []:
+                st = storages.get(sid)
+                if st is not None:
+                    vols.append('%s (%s)' % (
+                        _get(st, 'virtual_storage_desc_id'),
+                        _get(_get(st, 'storage_resource'), 'resource_id')))
+            if not vols:
+                continue
+            fix = ('Heal it with additionalParams {"%s": false}' % key
+                   if key else 'Upgrade Tacker to 14 or later and heal it '
+                   'with additionalParams '
+                   '{"tacker_extension_heal_include_block_storage": false}')
+            msg = ('heatsible heal_start: healing the storage server (VNFC '
+                   '%s) would make Tacker delete and recreate its volume %s '
+                   'as well: %s. The PersistentVolumes\' data on it would be '
+                   'lost. Refused before anything ran or changed. %s, or set '
+                   '[vnf_lcm] heal_vnfc_block_storage = false in tacker.conf '
+                   '(docs/hooks.md, "Healing the storage server through '
+                   'Tacker")' % (i, ', '.join(vols), why, fix))
+            LOG.error(msg)
+            _raise(msg, EXIT_REFUSED)
 
     def _scale_aspect_is_workers(self, hook, scale_vnf_request, params):
         """True for the worker aspect; raises for the master aspect.
@@ -1039,6 +1142,13 @@ class HeatsibleMgmtDriver(_Base):
         source = ['--stack', self._stack_id(vnf_instance, kwargs)]
         pkg = self._package_dir(context, vnf_instance, kwargs)
         hook = operation.replace('-', '_')
+        if ids and operation == 'heal-start':
+            self._refuse_volume_replacement(vnf_instance, heal_vnf_request,
+                                            ids, params)
+            if self._delete_released(heal_vnf_request):
+                targets = [t + ['--delete-released']
+                           if t == ['--storage-server'] else t
+                           for t in targets]
         if not ids and operation == 'heal-end':
             # the new cluster is Tacker's Kubernetes VIM again
             return self._run_and_register(operation, targets[0], context,

@@ -210,6 +210,98 @@ class ShimTest(FakeHeatsibleCase):
             ['run', 'heal-start', '--storage-server', '--request'],
             ['run', 'heal-start', '--vnfc-resource-id', 'server-w']])
 
+    def _with_volume(self):
+        """vnf_instance() whose storage VNFC has its Cinder volume, as Tacker
+        records it (storage_resource_ids -> virtual_storage_resource_info)."""
+        inst = vnf_instance()
+        info = inst.instantiated_vnf_info
+        info.vnfc_resource_info[0].storage_resource_ids = ['vs-1']
+        info.virtual_storage_resource_info = [Obj(
+            id='vs-1', virtual_storage_desc_id='storage_server_volume',
+            storage_resource=Obj(resource_id='cinder-vol-1'))]
+        return inst
+
+    def test_storage_heal_that_would_replace_the_volume_is_refused(self):
+        # Tacker >= 14: [vnf_lcm] heal_vnfc_block_storage (default true)
+        # unless the request's additionalParams key says otherwise; the
+        # decision is Tacker's own expression (Python truth of the value).
+        key = 'tacker_extension_heal_include_block_storage'
+        for conf, req, refused in [
+                ((key, True), {}, True),
+                ((key, True), {key: True}, True),
+                ((key, True), {key: 'false'}, True),  # a string is true to Tacker
+                ((key, True), {key: False}, False),
+                ((key, False), {}, False),
+                ((key, False), {key: True}, True),
+                (None, {}, True)]:  # outside Tacker: as Tacker before 14
+            with self.subTest(conf=conf, req=req):
+                shutil.rmtree(os.path.join(self.dir, 'calls'), ignore_errors=True)
+                self.driver.heal_block_storage_conf = conf
+                self.fake(0)
+                call = lambda: self.driver.heal_start(  # noqa: E731
+                    CONTEXT, self._with_volume(),
+                    Obj(vnfc_instance_id=['vnfc-worker1', 'vnfc-storage'],
+                        additional_params=req), None, None)
+                if refused:
+                    with self.assertRaises(shim.HeatsibleError) as cm:
+                        call()
+                    msg = str(cm.exception)
+                    self.assertEqual(cm.exception.exit_code, 6)
+                    self.assertIn('storage_server_volume (cinder-vol-1)', msg)
+                    self.assertIn('Refused before anything ran or changed', msg)
+                    self.assertIn('heal_vnfc_block_storage = false', msg)
+                    self.assertIn('"%s": false' % key, msg)
+                    self.assertEqual(self.calls(), [])
+                else:
+                    call()
+                    self.assertEqual(self.calls()[0][:3],
+                                     ['run', 'heal-start', '--storage-server'])
+        # a node heal never touches the storage server's volume: runs
+        self.driver.heal_block_storage_conf = (key, True)
+        shutil.rmtree(os.path.join(self.dir, 'calls'), ignore_errors=True)
+        self.fake(0)
+        self.driver.heal_start(CONTEXT, self._with_volume(),
+                               Obj(vnfc_instance_id=['vnfc-worker1']), None, None)
+        self.assertEqual(self.calls()[0][:3],
+                         ['run', 'heal-start', '--vnfc-resource-id'])
+
+    def test_delete_released_through_the_request(self):
+        key = 'tacker_extension_heal_include_block_storage'
+        self.driver.heal_block_storage_conf = (key, True)
+        for req, want in [({key: False}, None),
+                          ({key: False, 'heatsible_delete_released': False}, None),
+                          ({key: False, 'heatsible_delete_released': True},
+                           '--delete-released')]:
+            with self.subTest(req=req):
+                shutil.rmtree(os.path.join(self.dir, 'calls'), ignore_errors=True)
+                self.fake(0)
+                self.driver.heal_start(
+                    CONTEXT, self._with_volume(),
+                    Obj(vnfc_instance_id=['vnfc-storage', 'vnfc-worker1'],
+                        additional_params=req), None, None)
+                calls = self.calls()
+                self.assertEqual(calls[0][:3], ['run', 'heal-start', '--storage-server'])
+                self.assertEqual(calls[0][3] == '--delete-released', want is not None)
+                # only the storage server's run gets it; heal_end never
+                self.assertNotIn('--delete-released', calls[1])
+        shutil.rmtree(os.path.join(self.dir, 'calls'), ignore_errors=True)
+        self.fake(0)
+        self.driver.heal_end(CONTEXT, self._with_volume(),
+                             Obj(vnfc_instance_id=['vnfc-storage'],
+                                 additional_params={'heatsible_delete_released': True}),
+                             None, None)
+        self.assertNotIn('--delete-released', self.calls()[0])
+        shutil.rmtree(os.path.join(self.dir, 'calls'), ignore_errors=True)
+        self.fake(0)
+        with self.assertRaises(shim.HeatsibleError) as cm:
+            self.driver.heal_start(CONTEXT, self._with_volume(),
+                                   Obj(vnfc_instance_id=['vnfc-storage'],
+                                       additional_params={key: False,
+                                                          'heatsible_delete_released': 'yes'}),
+                                   None, None)
+        self.assertEqual(cm.exception.exit_code, 2)
+        self.assertEqual(self.calls(), [])
+
     def test_where_ansible_runs(self):
         no_ansible = copy.deepcopy(PARAMS)
         del no_ansible['k8s_cluster_installation_param']['ansible']

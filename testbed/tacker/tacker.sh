@@ -122,8 +122,8 @@ install_shim() {
 do_install() {
   local t0; t0=$(now)
   mkdir -p "$LOGS"
-  if ! dpkg-query -W -f='${Status}\n' rabbitmq-server 2>/dev/null | grep -q 'install ok installed'; then
-    apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends rabbitmq-server python3-venv
+  if ! dpkg-query -W -f='${Status}\n' rabbitmq-server 2>/dev/null | grep -q 'install ok installed' || ! command -v zip >/dev/null; then
+    apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends rabbitmq-server python3-venv zip
   fi
   build_venv
   install_shim
@@ -444,6 +444,29 @@ do_status() {
   return $rc
 }
 
+# package NAME OUT.zip: testbed/tacker/packages/NAME as a CSAR, with what is not
+# kept in the repository added: Scripts/heatsible_mgmt_driver.py (the bytes of the
+# shim the venv has: Tacker compares their SHA-256) and ETSI SOL001's type
+# definitions (from the installed Tacker: the package imports them).
+do_package() {
+  local name=${1:?usage: package NAME OUT.zip} out=${2:?usage: package NAME OUT.zip}
+  find_venv
+  local src=$HERE/packages/$name tmp etsi
+  [ -d "$src" ] || die "no package $src"
+  etsi=$VENV/lib/python3.11/site-packages/tacker/tests/unit/vnfm/infra_drivers/openstack/data/etsi_nfv
+  [ -f "$etsi/etsi_nfv_sol001_vnfd_types.yaml" ] || die "no ETSI SOL001 definitions in $etsi"
+  tmp=$(mktemp -d)
+  cp -r "$src/." "$tmp/"
+  mkdir -p "$tmp/Scripts"
+  cp "$($VENV/bin/python -c 'import heatsible_mgmt_driver as m; print(m.__file__)')" "$tmp/Scripts/heatsible_mgmt_driver.py"
+  cp "$etsi/etsi_nfv_sol001_common_types.yaml" "$etsi/etsi_nfv_sol001_vnfd_types.yaml" "$tmp/Definitions/"
+  rm -f "$out"
+  out=$(readlink -f "$out")
+  (cd "$tmp" && find . -name __pycache__ -prune -o -type f -print | sed 's|^\./||' | sort | zip -q -X "$out" -@)
+  rm -rf "$tmp"
+  echo "$out"
+}
+
 cmd=${1:-}; shift || true
 case "$cmd" in
   install) do_install ;;
@@ -460,5 +483,6 @@ case "$cmd" in
     set +a
     exec "$VENV/bin/openstack" "$@" ;;
   venv) find_venv; echo "$VENV" ;;
+  package) do_package "$@" ;;
   *) echo "usage: $0 install|up|down|status|restart-conductor|openstack ARGS...|venv" >&2; exit 2 ;;
 esac

@@ -1,0 +1,320 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The bed's real Tacker (testbed/tacker, docs/testbed.md "Tacker") drives
+// heatsible through the shim (contrib/tacker) installed as its MgmtDriver:
+// a VNF package uploaded, instantiated, healed and terminated through
+// Tacker's own v1 API (the openstack CLI of the bed's Tacker venv), and the
+// effects checked on the hosts and in Tacker's view.
+
+// tackerBed is the bed's Tacker.
+type tackerBed struct {
+	b   *bed
+	sh  string            // testbed/tacker/tacker.sh
+	env map[string]string // testbed/run/tacker/env
+}
+
+func needTacker(t *testing.T, b *bed) *tackerBed {
+	t.Helper()
+	if os.Getenv("BED_TACKER") == "0" {
+		t.Skip("BED_TACKER=0: the bed has no Tacker")
+	}
+	tk := &tackerBed{b: b, sh: filepath.Join(b.root, "testbed", "tacker", "tacker.sh"), env: map[string]string{}}
+	data, err := os.ReadFile(filepath.Join(b.dir, "tacker", "env"))
+	if err != nil {
+		t.Fatalf("the bed has no Tacker (testbed/run/tacker/env: %v): bring it up with testbed/bin/bed up (BED_TACKER=1, the default)", err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			tk.env[k] = v
+		}
+	}
+	if out, err := exec.Command(tk.sh, "status").CombinedOutput(); err != nil {
+		t.Fatalf("the bed's Tacker is not up (tacker.sh status: %v):\n%s", err, out)
+	}
+	// The conductor runs heatsible from here (conductor.env's HEATSIBLE_BIN):
+	// the binary under test.
+	dst := filepath.Join(b.dir, "tacker", "bin", "heatsible")
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := os.ReadFile(b.bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst+".tmp", bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(dst+".tmp", dst); err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+// cli runs the openstack CLI of the bed's Tacker venv as the bed's admin.
+func (tk *tackerBed) cli(args ...string) (string, error) {
+	cmd := exec.Command(tk.sh, append([]string{"openstack"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func (tk *tackerBed) mustCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := tk.cli(args...)
+	if err != nil {
+		t.Fatalf("openstack %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func (tk *tackerBed) cliJSON(t *testing.T, v any, args ...string) {
+	t.Helper()
+	out := tk.mustCLI(t, append(args, "-f", "json")...)
+	// the CLI may print warnings before the document
+	if i := strings.IndexAny(out, "[{"); i > 0 {
+		out = out[i:]
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("openstack %s: not JSON: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// opOcc is `openstack vnflcm op show -f json`.
+type opOcc struct {
+	ID        string          `json:"ID"`
+	State     string          `json:"Operation State"`
+	Operation string          `json:"Operation"`
+	Error     json.RawMessage `json:"Error"`
+}
+
+func (o opOcc) errorDetail() string { return string(o.Error) }
+
+// ops lists the VNF instance's operation occurrences' ids.
+func (tk *tackerBed) ops(t *testing.T, vnf string) map[string]bool {
+	t.Helper()
+	var list []map[string]any
+	tk.cliJSON(t, &list, "vnflcm", "op", "list")
+	out := map[string]bool{}
+	for _, o := range list {
+		if fmt.Sprint(o["VNF Instance ID"]) == vnf {
+			out[fmt.Sprint(o["ID"])] = true
+		}
+	}
+	return out
+}
+
+// waitOp waits for the operation occurrence of vnf not in before to end
+// (COMPLETED, FAILED_TEMP, FAILED or ROLLED_BACK).
+func (tk *tackerBed) waitOp(t *testing.T, vnf string, before map[string]bool, timeout time.Duration) opOcc {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	id := ""
+	for time.Now().Before(deadline) {
+		if id == "" {
+			for o := range tk.ops(t, vnf) {
+				if !before[o] {
+					id = o
+				}
+			}
+		}
+		if id != "" {
+			var o opOcc
+			tk.cliJSON(t, &o, "vnflcm", "op", "show", id)
+			switch o.State {
+			case "COMPLETED", "FAILED_TEMP", "FAILED", "ROLLED_BACK":
+				return o
+			}
+		}
+		time.Sleep(3 * time.Second)
+	}
+	t.Fatalf("no operation of VNF %s ended within %s (op %q); see testbed/run/tacker/logs/tacker-conductor.log", vnf, timeout, id)
+	return opOcc{}
+}
+
+// tackerRequest is the PV guide's instantiate body (testdata/seeds/pv-usage-guide.json)
+// made to land on the bed: the bed's users and password, the networks the
+// bed's Heat pools map to its hosts, exports to the bed's network, no proxy
+// (the bed's hosts reach only the apt proxy), nfs-ganesha (the bed has no
+// nfsd), this package's UserData class, the bed's VIM.
+func (tk *tackerBed) tackerRequest(t *testing.T, vimID string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(tk.b.root, "testdata", "seeds", "pv-usage-guide.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req map[string]any
+	if err := json.Unmarshal(data, &req); err != nil {
+		t.Fatal(err)
+	}
+	ap := req["additionalParams"].(map[string]any)
+	k := ap["k8s_cluster_installation_param"].(map[string]any)
+	delete(k, "proxy")
+	for _, n := range []string{"master_node", "worker_node", "storage_server"} {
+		m := k[n].(map[string]any)
+		m["username"] = tk.b.env["BED_USER"]
+		m["password"] = tk.b.env["BED_PASSWORD"]
+	}
+	st := k["storage_server"].(map[string]any)
+	st["nfs_server_impl"] = "ganesha"
+	for _, e := range st["nfs_server_setup_params"].([]any) {
+		e.(map[string]any)["export_to"] = "10.231.0.0/24"
+	}
+	ap["lcm-operation-user-data"] = "./UserData/heatsible_user_data.py"
+	ap["lcm-operation-user-data-class"] = "HeatsibleUserData"
+	nets := map[string]string{"net0_master": "TACKER_NET_MASTER", "net0_worker": "TACKER_NET_WORKER", "net0_storage": "TACKER_NET_STORAGE"}
+	for _, l := range req["extVirtualLinks"].([]any) {
+		vl := l.(map[string]any)
+		key, ok := nets[fmt.Sprint(vl["id"])]
+		if !ok || tk.env[key] == "" {
+			t.Fatalf("extVirtualLinks %v: no bed network for it (testbed/run/tacker/env %s)", vl["id"], key)
+		}
+		vl["resourceId"] = tk.env[key]
+	}
+	req["vimConnectionInfo"].([]any)[0].(map[string]any)["vimId"] = vimID
+	return req
+}
+
+func writeJSON(t *testing.T, v any) string {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "body.json")
+	if err := os.WriteFile(f, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// bedVIM is the id of the bed's OpenStack VIM (Tacker's default).
+func (tk *tackerBed) bedVIM(t *testing.T) string {
+	t.Helper()
+	var vims []map[string]any
+	tk.cliJSON(t, &vims, "vim", "list")
+	for _, v := range vims {
+		if v["Name"] == "bed-openstack" {
+			return fmt.Sprint(v["ID"])
+		}
+	}
+	t.Fatalf("no VIM bed-openstack in Tacker: %v", vims)
+	return ""
+}
+
+// onboard uploads testbed/tacker/packages/NAME through Tacker's API and
+// waits until it is ONBOARDED; the cleanup deletes it.
+func (tk *tackerBed) onboard(t *testing.T, name string) (pkgID, vnfdID string) {
+	t.Helper()
+	zip := filepath.Join(t.TempDir(), name+".zip")
+	if out, err := exec.Command(tk.sh, "package", name, zip).CombinedOutput(); err != nil {
+		t.Fatalf("tacker.sh package %s: %v\n%s", name, err, out)
+	}
+	var pkg map[string]any
+	tk.cliJSON(t, &pkg, "vnf", "package", "create")
+	pkgID = fmt.Sprint(pkg["ID"])
+	t.Cleanup(func() {
+		tk.cli("vnf", "package", "update", "--operational-state", "DISABLED", pkgID)
+		if out, err := tk.cli("vnf", "package", "delete", pkgID); err != nil {
+			t.Logf("cleanup: deleting VNF package %s: %v\n%s", pkgID, err, out)
+		}
+	})
+	tk.mustCLI(t, "vnf", "package", "upload", "--path", zip, pkgID)
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		tk.cliJSON(t, &pkg, "vnf", "package", "show", pkgID)
+		if pkg["Onboarding State"] == "ONBOARDED" {
+			return pkgID, fmt.Sprint(pkg["VNFD ID"])
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("VNF package %s not ONBOARDED in 120 s: %v", pkgID, pkg)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// takeBedAddresses deletes the bed's own stack so that its addresses (the
+// Heat stand-ins' pools are shared) go to the stack Tacker creates; the
+// cleanup, registered first, terminates and deletes what the test made and
+// brings the bed back to its default shape with `bed up` (the stack
+// re-created, storage with a fresh volume, the PVs gone).
+func (tk *tackerBed) takeBedAddresses(t *testing.T, vnf *string) {
+	t.Helper()
+	b := tk.b
+	t.Cleanup(func() {
+		if *vnf != "" {
+			if out, err := tk.cli("vnflcm", "terminate", "--termination-type", "FORCEFUL", "--D", *vnf); err != nil {
+				t.Logf("cleanup: terminate %s: %v\n%s", *vnf, err, out)
+				// a VNF that never got instantiated: delete it
+				tk.cli("vnflcm", "delete", *vnf)
+			}
+		}
+		for _, pv := range []string{"nfs-pv1", "nfs-pv2"} {
+			b.try("master-0", kubectlArgv("delete", "pv", pv, "--ignore-not-found", "--wait=false")...)
+		}
+		b.try("master-0", kubectlArgv("delete", "pvc", "-n", "default", "tacker-e2e-claim", "--ignore-not-found", "--wait=false")...)
+		cmd := exec.Command(filepath.Join(b.root, "testbed", "bin", "bed"), "up")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("cleanup: bed up (the bed's default shape): %v\n%s", err, tail(string(out), 30))
+		}
+	})
+	cmd := exec.Command(filepath.Join(b.root, "testbed", "heat", "heat.sh"), "stack-delete", "bed")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("heat.sh stack-delete bed: %v\n%s", err, out)
+	}
+}
+
+// TestTackerInstantiate: the PV guide's package and body, uploaded and
+// instantiated through the bed's Tacker; Tacker's Heat stack lands on the
+// bed's hosts and the conductor runs heatsible through the shim at
+// instantiate_end: PVs Available with the storage CP's address, the
+// cluster registered as Tacker's Kubernetes VIM and appended to the
+// instance's vimConnectionInfo.
+func TestTackerInstantiate(t *testing.T) {
+	b := needBed(t)
+	tk := needTacker(t, b)
+	vim := tk.bedVIM(t)
+	_, vnfd := tk.onboard(t, "heatsible_pv")
+	var vnf string
+	tk.takeBedAddresses(t, &vnf)
+	var inst map[string]any
+	tk.cliJSON(t, &inst, "vnflcm", "create", vnfd)
+	vnf = fmt.Sprint(inst["ID"])
+	before := tk.ops(t, vnf)
+	req := writeJSON(t, tk.tackerRequest(t, vim))
+	start := time.Now()
+	tk.mustCLI(t, "vnflcm", "instantiate", vnf, req)
+	op := tk.waitOp(t, vnf, before, 15*time.Minute)
+	t.Logf("instantiate: %s after %s; error %s", op.State, time.Since(start).Round(time.Second), op.errorDetail())
+	if op.State != "COMPLETED" {
+		t.Fatalf("instantiate ended %s, want COMPLETED: %s", op.State, op.errorDetail())
+	}
+	checkPVs(t, b, 2, "Available")
+	var show map[string]any
+	tk.cliJSON(t, &show, "vnflcm", "show", vnf)
+	vci, _ := json.Marshal(show["VIM Connection Info"])
+	t.Logf("vimConnectionInfo: %s", vci)
+	var vims []map[string]any
+	tk.cliJSON(t, &vims, "vim", "list")
+	var k8s string
+	for _, v := range vims {
+		if v["Type"] == "kubernetes" {
+			k8s = fmt.Sprint(v["ID"])
+			t.Logf("Kubernetes VIM: %v", v)
+		}
+	}
+	if k8s == "" {
+		t.Errorf("no Kubernetes VIM in Tacker after instantiate: %v", vims)
+	} else if !strings.Contains(string(vci), k8s) {
+		t.Errorf("the instance's vimConnectionInfo does not name the Kubernetes VIM %s: %s", k8s, vci)
+	}
+}
