@@ -39,8 +39,10 @@ func needTacker(t *testing.T, b *bed) *tackerBed {
 			tk.env[k] = v
 		}
 	}
-	if out, err := exec.Command(tk.sh, "status").CombinedOutput(); err != nil {
-		t.Fatalf("the bed's Tacker is not up (tacker.sh status: %v):\n%s", err, out)
+	// up: a no-op when healthy; installs the repository's shim (and restarts
+	// the conductor) when the venv has another one
+	if out, err := exec.Command(tk.sh, "up").CombinedOutput(); err != nil {
+		t.Fatalf("the bed's Tacker is not up (tacker.sh up: %v):\n%s", err, out)
 	}
 	// The conductor runs heatsible from here (conductor.env's HEATSIBLE_BIN):
 	// the binary under test.
@@ -273,13 +275,23 @@ func (tk *tackerBed) takeBedAddresses(t *testing.T, vnf *string) {
 	}
 }
 
-// TestTackerInstantiate: the PV guide's package and body, uploaded and
-// instantiated through the bed's Tacker; Tacker's Heat stack lands on the
-// bed's hosts and the conductor runs heatsible through the shim at
-// instantiate_end: PVs Available with the storage CP's address, the
-// cluster registered as Tacker's Kubernetes VIM and appended to the
-// instance's vimConnectionInfo.
-func TestTackerInstantiate(t *testing.T) {
+// TestTackerLifecycle: the PV guide's package and body through the bed's
+// Tacker, every step asserted on Tacker's view and on the hosts:
+//
+//   - instantiate: Tacker's Heat stack lands on the bed's hosts and the
+//     conductor runs heatsible through the shim at instantiate_end: PVs
+//     Available with the storage CP's address, the cluster registered as
+//     Tacker's Kubernetes VIM and appended to the instance's
+//     vimConnectionInfo;
+//   - heal of the storage server with Tacker's defaults (its volume would be
+//     recreated): FAILED_TEMP with the shim's refusal, nothing changed;
+//   - the same with tacker_extension_heal_include_block_storage false and a
+//     Bound claim: FAILED_TEMP with heatsible's message naming the claim;
+//   - the claim deleted (its PV Released), heatsible_delete_released true:
+//     COMPLETED, the PVs back with the storage address, the volume the same
+//     and the data on it intact;
+//   - terminate: the Kubernetes VIM removed.
+func TestTackerLifecycle(t *testing.T) {
 	b := needBed(t)
 	tk := needTacker(t, b)
 	vim := tk.bedVIM(t)
@@ -317,4 +329,143 @@ func TestTackerInstantiate(t *testing.T) {
 	} else if !strings.Contains(string(vci), k8s) {
 		t.Errorf("the instance's vimConnectionInfo does not name the Kubernetes VIM %s: %s", k8s, vci)
 	}
+	if t.Failed() {
+		return
+	}
+
+	// Data on the volume, through the export, to find after the heals.
+	nonce := fmt.Sprintf("tacker-e2e-%d", time.Now().UnixNano())
+	b.exec(t, "storage", "sh", "-c", "printf %s "+nonce+" > /volume/nfs/pv1/keep.txt")
+	storageVNFC, volID := tk.storageVNFC(t, vnf)
+	t.Logf("storage server VNFC %s, volume %s", storageVNFC, volID)
+
+	// 1. Tacker's defaults would recreate the volume: refused by the shim.
+	op = tk.heal(t, vnf, storageVNFC, map[string]any{})
+	t.Logf("heal of the storage server, Tacker's defaults: %s; error %s", op.State, op.errorDetail())
+	if op.State != "FAILED_TEMP" || !strings.Contains(op.errorDetail(), "would make Tacker delete and recreate its volume") ||
+		!strings.Contains(op.errorDetail(), "heal_vnfc_block_storage = false") {
+		t.Errorf("heal with Tacker's defaults ended %s, want FAILED_TEMP with the shim's refusal: %s", op.State, op.errorDetail())
+	}
+	tk.failOp(t, op)
+	checkPVs(t, b, 2, "Available")
+	if _, v := tk.storageVNFC(t, vnf); v != volID {
+		t.Errorf("the storage server's volume is %s after the refused heal, was %s", v, volID)
+	}
+
+	// 2. A Bound claim: heatsible refuses, naming it; Tacker shows it.
+	claim := "tacker-e2e-claim"
+	b.kubectlStdin(t, `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: `+claim+`, namespace: default}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  volumeName: nfs-pv1
+  resources: {requests: {storage: 1Gi}}
+`, "apply", "-f", "-")
+	waitPhase(t, b, "nfs-pv1", "Bound")
+	keep := map[string]any{"tacker_extension_heal_include_block_storage": false}
+	op = tk.heal(t, vnf, storageVNFC, keep)
+	t.Logf("heal of the storage server with a Bound claim: %s; error %s", op.State, op.errorDetail())
+	if op.State != "FAILED_TEMP" || !strings.Contains(op.errorDetail(), claim) {
+		t.Errorf("heal with a Bound claim ended %s, want FAILED_TEMP naming %s: %s", op.State, claim, op.errorDetail())
+	}
+	if strings.Contains(op.errorDetail(), b.env["BED_PASSWORD"]) {
+		t.Errorf("the operation's error detail holds the bed's password")
+	}
+	tk.failOp(t, op)
+	waitPhase(t, b, "nfs-pv1", "Bound")
+
+	// 3. The claim gone (nfs-pv1 Released), acknowledged through the request.
+	b.kubectl(t, "delete", "pvc", "-n", "default", claim, "--wait=true")
+	waitPhase(t, b, "nfs-pv1", "Released")
+	ack := map[string]any{"tacker_extension_heal_include_block_storage": false, "heatsible_delete_released": true}
+	op = tk.heal(t, vnf, storageVNFC, ack)
+	t.Logf("heal of the storage server, volume kept, Released acknowledged: %s; error %s", op.State, op.errorDetail())
+	if op.State != "COMPLETED" {
+		t.Fatalf("heal ended %s, want COMPLETED: %s", op.State, op.errorDetail())
+	}
+	checkPVs(t, b, 2, "Available")
+	if _, v := tk.storageVNFC(t, vnf); v != volID {
+		t.Errorf("the storage server's volume is %s after the heal, was %s: Tacker recreated it", v, volID)
+	}
+	if got := b.exec(t, "storage", "cat", "/volume/nfs/pv1/keep.txt"); got != nonce {
+		t.Errorf("after the heal /volume/nfs/pv1/keep.txt holds %q, want %q", got, nonce)
+	}
+
+	// 4. Terminate: the cluster's Kubernetes VIM goes.
+	before = tk.ops(t, vnf)
+	tk.mustCLI(t, "vnflcm", "terminate", vnf)
+	op = tk.waitOp(t, vnf, before, 10*time.Minute)
+	t.Logf("terminate: %s; error %s", op.State, op.errorDetail())
+	if op.State != "COMPLETED" {
+		t.Fatalf("terminate ended %s: %s", op.State, op.errorDetail())
+	}
+	tk.cliJSON(t, &vims, "vim", "list")
+	for _, v := range vims {
+		if v["Type"] == "kubernetes" {
+			t.Errorf("a Kubernetes VIM is left after terminate: %v", v)
+		}
+	}
+	tk.mustCLI(t, "vnflcm", "delete", vnf)
+	vnf = ""
+}
+
+// storageVNFC is the storage server's VNFC id and its volume's Cinder id,
+// from Tacker's view of the instance.
+func (tk *tackerBed) storageVNFC(t *testing.T, vnf string) (vnfc, volume string) {
+	t.Helper()
+	var show struct {
+		Info struct {
+			VNFCs []struct {
+				ID       string   `json:"id"`
+				VDU      string   `json:"vduId"`
+				Storages []string `json:"storageResourceIds"`
+			} `json:"vnfcResourceInfo"`
+			Storages []struct {
+				ID       string `json:"id"`
+				Resource struct {
+					ID string `json:"resourceId"`
+				} `json:"storageResource"`
+			} `json:"virtualStorageResourceInfo"`
+		} `json:"Instantiated Vnf Info"`
+	}
+	tk.cliJSON(t, &show, "vnflcm", "show", vnf)
+	for _, c := range show.Info.VNFCs {
+		if c.VDU != "storage_server" {
+			continue
+		}
+		for _, s := range show.Info.Storages {
+			for _, id := range c.Storages {
+				if s.ID == id {
+					return c.ID, s.Resource.ID
+				}
+			}
+		}
+		return c.ID, ""
+	}
+	t.Fatalf("no storage_server VNFC in Tacker's view of %s: %+v", vnf, show.Info)
+	return "", ""
+}
+
+// heal heals one VNFC through Tacker and waits for the operation to end.
+func (tk *tackerBed) heal(t *testing.T, vnf, vnfc string, params map[string]any) opOcc {
+	t.Helper()
+	args := []string{"vnflcm", "heal", "--vnfc-instance", vnfc}
+	if len(params) > 0 {
+		args = append(args, "--additional-param-file", writeJSON(t, params))
+	}
+	before := tk.ops(t, vnf)
+	tk.mustCLI(t, append(args, "--", vnf)...)
+	return tk.waitOp(t, vnf, before, 15*time.Minute)
+}
+
+// failOp ends a FAILED_TEMP operation as FAILED (Tacker v1 rolls back only
+// instantiate and scale-out), so the next operation can start.
+func (tk *tackerBed) failOp(t *testing.T, op opOcc) {
+	t.Helper()
+	if op.State != "FAILED_TEMP" {
+		return
+	}
+	tk.mustCLI(t, "vnflcm", "op", "fail", op.ID)
 }

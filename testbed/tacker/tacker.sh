@@ -102,6 +102,7 @@ build_venv() {
 
 # The shim as a distribution with Tacker's entry point; reinstalled when its
 # files changed (the bytes the VNF packages carry must equal the installed ones).
+SHIM_CHANGED=0
 install_shim() {
   find_venv
   local want have
@@ -116,6 +117,7 @@ install_shim() {
     > "$LOGS/shim-install.log" 2>&1 || { rm -rf "$tmp"; die "installing the shim failed (log: $LOGS/shim-install.log)"; }
   rm -rf "$tmp"
   echo "$want" > "$VENV/.heatsible-shim"
+  SHIM_CHANGED=1
   log "shim installed: $("$VENV/bin/python" -c 'import heatsible_mgmt_driver as m; print(m.__file__)')"
 }
 
@@ -262,7 +264,7 @@ EOF
 # ---------------------------------------------------------------- services
 rabbit_ok() { alive "$PIDS/rabbitmq.pid" && port_open "$RABBIT_PORT"; }
 server_ok() { alive "$PIDS/tacker-server.pid" && curl -sf -m 5 "$TACKER_URL/" >/dev/null 2>&1; }
-conductor_ok() { alive "$PIDS/tacker-conductor.pid" && grep -q 'Connected to AMQP\|Started conductor\|Starting conductor' "$LOGS/tacker-conductor.log" 2>/dev/null; }
+conductor_ok() { alive "$PIDS/tacker-conductor.pid"; }
 db_ok() { mariadb --socket="$HEAT_RUN/mysqld.sock" -uroot -N -e 'SHOW TABLES IN tacker LIKE "vnf_instances"' 2>/dev/null | grep -q vnf_instances; }
 
 rabbit_env() {
@@ -398,6 +400,10 @@ do_up() {
   [ -S "$HEAT_RUN/mysqld.sock" ] || die "the bed's MariaDB is not running: run heat.sh up first"
   secrets
   install_shim
+  # a conductor that loaded another shim is restarted (Tacker hashes the file it loaded)
+  if [ "$SHIM_CHANGED" = 1 ] && alive "$PIDS/tacker-conductor.pid"; then
+    log "the shim changed: restarting tacker-conductor"; stop "$PIDS/tacker-conductor.pid" tacker-conductor
+  fi
   if rabbit_ok && server_ok && conductor_ok && db_ok && vim_ok && [ "$(readlink "$HEAT_RUN/hooks/volume" 2>/dev/null)" = "$HERE/volume-hook.sh" ]; then
     log "already up (healthy): no-op"; return 0
   fi
