@@ -199,6 +199,21 @@ class HeatsibleError(Exception):
         return self.exit_code in (EXIT_UNREACHABLE, EXIT_REFUSED)
 
 
+def _concurrency():
+    """What runs this process's threads: eventlet's monkey-patching or not
+    (Tacker 16's conductor: oslo.service's threading backend; earlier ones:
+    eventlet). Logged with every run, so a conductor's log says it."""
+    patched = []
+    try:
+        from eventlet import patcher
+        patched = [m for m in ('os', 'select', 'socket', 'thread', 'time',
+                               'subprocess') if patcher.is_monkey_patched(m)]
+    except ImportError:
+        pass
+    return ('eventlet-patched: %s' % ','.join(patched) if patched
+            else 'not eventlet-patched')
+
+
 def _raise(message, exit_code=None, result=None, error=None):
     """Raise Tacker's MgmtDriverOtherError if Tacker is there, else ours."""
     try:  # pragma: no cover - only inside Tacker
@@ -679,7 +694,8 @@ class HeatsibleMgmtDriver(_Base):
             argv = [self._bin()] + tail(req)
             if vim_info:
                 argv += ['--vim-info', vim_path]
-            LOG.info('heatsible: running %s', ' '.join(argv))
+            LOG.info('heatsible: running %s (pid %d, %s)', ' '.join(argv),
+                     os.getpid(), _concurrency())
             try:
                 proc = self._call(argv)
             except subprocess.TimeoutExpired:
