@@ -283,7 +283,7 @@ start_rabbit() {
   local srv; srv=$(ls /usr/lib/rabbitmq/lib/rabbitmq_server-*/sbin/rabbitmq-server 2>/dev/null | tail -1)
   [ -x "$srv" ] || die "no rabbitmq-server: run '$0 install'"
   rm -f "$PIDS/rabbitmq.beam.pid"
-  ( rabbit_env setsid "$srv" ) > "$LOGS/rabbitmq.out" 2>&1 < /dev/null 8>&- 9>&- &
+  ( rabbit_env setsid "$srv" ) > "$LOGS/rabbitmq.out" 2>&1 < /dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
   # the Erlang VM writes its own pid (RABBITMQ_PID_FILE): that is the process to stop
   wait_for 60 test -s "$PIDS/rabbitmq.beam.pid" || die "rabbitmq did not start in 60 s, see $LOGS/rabbitmq.out"
   cp "$PIDS/rabbitmq.beam.pid" "$PIDS/rabbitmq.pid"
@@ -346,7 +346,7 @@ EOF
 start_server() {
   stop "$PIDS/tacker-server.pid" tacker-server
   setsid "$VENV/bin/tacker-server" --config-file "$ETC/tacker.conf" --log-file "$LOGS/tacker-server.log" \
-    >> "$LOGS/tacker-server.out" 2>&1 < /dev/null 8>&- 9>&- &
+    >> "$LOGS/tacker-server.out" 2>&1 < /dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
   echo $! > "$PIDS/tacker-server.pid"
   wait_for 120 server_ok || die "tacker-server did not answer on $TACKER_URL in 120 s, see $LOGS/tacker-server.log"
 }
@@ -357,7 +357,7 @@ start_conductor() {
   local envs=("$RUN/conductor.env"); [ -f "$RUN/conductor.env.local" ] && envs+=("$RUN/conductor.env.local")
   # shellcheck disable=SC2046  # KEY=value lines without spaces
   env $(cat "${envs[@]}" | grep -E '^[A-Z_]+=' ) setsid "$VENV/bin/tacker-conductor" --config-file "$ETC/tacker.conf" \
-    --log-file "$LOGS/tacker-conductor.log" >> "$LOGS/tacker-conductor.out" 2>&1 < /dev/null 8>&- 9>&- &
+    --log-file "$LOGS/tacker-conductor.log" >> "$LOGS/tacker-conductor.out" 2>&1 < /dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
   echo $! > "$PIDS/tacker-conductor.pid"
   wait_for 120 conductor_ready || die "tacker-conductor did not connect to RabbitMQ in 120 s, see $LOGS/tacker-conductor.log"
 }
