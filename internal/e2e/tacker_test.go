@@ -303,10 +303,27 @@ func TestTackerLifecycle(t *testing.T) {
 	vnf = fmt.Sprint(inst["ID"])
 	before := tk.ops(t, vnf)
 	req := writeJSON(t, tk.tackerRequest(t, vim))
+
+	// First with a 5 s timeout for heatsible (the conductor's environment):
+	// the shim stops heatsible (SIGTERM) inside the real conductor, the
+	// operation ends FAILED_TEMP saying so; then, the timeout gone, Tacker's
+	// retry runs instantiate_end again and completes.
+	tk.conductorEnv(t, "HEATSIBLE_TIMEOUT=5\n")
 	start := time.Now()
 	tk.mustCLI(t, "vnflcm", "instantiate", vnf, req)
 	op := tk.waitOp(t, vnf, before, 15*time.Minute)
-	t.Logf("instantiate: %s after %s; error %s", op.State, time.Since(start).Round(time.Second), op.errorDetail())
+	t.Logf("instantiate, heatsible's timeout 5 s: %s after %s; error %s", op.State, time.Since(start).Round(time.Second), op.errorDetail())
+	if op.State != "FAILED_TEMP" || !strings.Contains(op.errorDetail(), "timed out after 5s and was stopped (SIGTERM)") {
+		t.Fatalf("instantiate with a 5 s timeout ended %s, want FAILED_TEMP with the shim's timeout: %s", op.State, op.errorDetail())
+	}
+	if log := tk.conductorLog(t); !strings.Contains(log, "not eventlet-patched") {
+		t.Errorf("the conductor's log does not say how the shim's process runs (want 'not eventlet-patched' for Tacker 16)")
+	}
+	tk.conductorEnv(t, "")
+	start = time.Now()
+	tk.mustCLI(t, "vnflcm", "op", "retry", op.ID)
+	op = tk.waitOpID(t, op.ID, 15*time.Minute)
+	t.Logf("instantiate, retried: %s after %s; error %s", op.State, time.Since(start).Round(time.Second), op.errorDetail())
 	if op.State != "COMPLETED" {
 		t.Fatalf("instantiate ended %s, want COMPLETED: %s", op.State, op.errorDetail())
 	}
@@ -409,6 +426,65 @@ spec:
 	}
 	tk.mustCLI(t, "vnflcm", "delete", vnf)
 	vnf = ""
+}
+
+// conductorEnv writes testbed/run/tacker/conductor.env.local (KEY=value
+// lines; "" removes it) and restarts tacker-conductor with it; the cleanup
+// removes it and restarts the conductor again.
+func (tk *tackerBed) conductorEnv(t *testing.T, lines string) {
+	t.Helper()
+	f := filepath.Join(tk.b.dir, "tacker", "conductor.env.local")
+	restart := func() error {
+		out, err := exec.Command(tk.sh, "restart-conductor").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("tacker.sh restart-conductor: %v\n%s", err, out)
+		}
+		return nil
+	}
+	if lines == "" {
+		os.Remove(f)
+	} else {
+		t.Cleanup(func() {
+			if _, err := os.Stat(f); err == nil {
+				os.Remove(f)
+				if err := restart(); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+		if err := os.WriteFile(f, []byte(lines), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := restart(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (tk *tackerBed) conductorLog(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(tk.b.dir, "tacker", "logs", "tacker-conductor.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// waitOpID waits for one operation occurrence to end.
+func (tk *tackerBed) waitOpID(t *testing.T, id string, timeout time.Duration) opOcc {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		var o opOcc
+		tk.cliJSON(t, &o, "vnflcm", "op", "show", id)
+		switch o.State {
+		case "COMPLETED", "FAILED_TEMP", "FAILED", "ROLLED_BACK":
+			return o
+		}
+		time.Sleep(3 * time.Second)
+	}
+	t.Fatalf("operation %s did not end within %s", id, timeout)
+	return opOcc{}
 }
 
 // storageVNFC is the storage server's VNFC id and its volume's Cinder id,
