@@ -545,3 +545,103 @@ func (tk *tackerBed) failOp(t *testing.T, op opOcc) {
 	}
 	tk.mustCLI(t, "vnflcm", "op", "fail", op.ID)
 }
+
+// kubesprayRequest is the kubespray spec's body (testdata/seeds/kubespray-spec.json)
+// made to land on the bed: the bed's Ansible host with the kubespray stand-in
+// (/opt/kubespray), the bed's users and password, no proxy, the external LB's
+// CP as this package names it (externalLB_CP1) with the package's
+// Tacker-contract script, the bed's networks and VIM.
+func (tk *tackerBed) kubesprayRequest(t *testing.T, vimID string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(tk.b.root, "testdata", "seeds", "kubespray-spec.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req map[string]any
+	if err := json.Unmarshal(data, &req); err != nil {
+		t.Fatal(err)
+	}
+	ap := req["additionalParams"].(map[string]any)
+	k := ap["k8s_cluster_installation_param"].(map[string]any)
+	delete(k, "proxy")
+	user, pw := tk.b.env["BED_USER"], tk.b.env["BED_PASSWORD"]
+	k["ansible"] = map[string]any{"ip_address": "10.231.0.10", "username": user, "password": pw,
+		"kubespray_root_path":         tk.b.env["BED_KUBESPRAY_ROOT"],
+		"transferring_inventory_path": tk.b.env["BED_KUBESPRAY_ROOT"] + "/inventory/tacker-e2e"}
+	for _, n := range []string{"master_node", "worker_node"} {
+		m := k[n].(map[string]any)
+		m["username"], m["password"] = user, pw
+	}
+	k["external_lb_param"] = map[string]any{"ssh_cp_name": "externalLB_CP1", "ssh_username": user,
+		"ssh_password": pw, "script_path": "Scripts/install_external_lb.sh"}
+	ap["lcm-operation-user-data"] = "./UserData/heatsible_user_data.py"
+	ap["lcm-operation-user-data-class"] = "HeatsibleUserData"
+	nets := map[string]string{"net0_master": "TACKER_NET_MASTER", "net0_worker": "TACKER_NET_WORKER", "net0_externalLB": "TACKER_NET_LB"}
+	for _, l := range req["extVirtualLinks"].([]any) {
+		vl := l.(map[string]any)
+		vl["resourceId"] = tk.env[nets[fmt.Sprint(vl["id"])]]
+	}
+	req["vimConnectionInfo"].([]any)[0].(map[string]any)["vimId"] = vimID
+	return req
+}
+
+// TestTackerKubespray: the kubespray sample's shape (Ansible host, external
+// load balancer with a Tacker-contract script) instantiated and terminated
+// through the bed's Tacker; kubespray's cluster.yml (the bed's stand-in)
+// runs from the Ansible host, the script configures lb.
+func TestTackerKubespray(t *testing.T) {
+	b := needBed(t)
+	tk := needTacker(t, b)
+	if b.env["BED_LB"] == "" {
+		t.Skip("EXTERNAL_LB=0: the bed has no lb host")
+	}
+	// lb as it was, afterwards (the Tacker-contract script appends to haproxy.cfg)
+	const save = "/root/heatsible-e2e-tacker-lb.tar"
+	b.exec(t, "lb", "sh", "-c", `set -e
+cd /
+set --
+for p in etc/haproxy var/lib/heatsible-lb usr/local/lib/heatsible; do [ -e "$p" ] && set -- "$@" "$p"; done
+tar -cpf `+save+` "$@"`)
+	t.Cleanup(func() {
+		out, err := b.try("lb", "sh", "-c", `set -e
+rm -rf /etc/haproxy /var/lib/heatsible-lb /usr/local/lib/heatsible
+tar -C / -xpf `+save+`
+rm -f `+save+`
+systemctl restart haproxy`)
+		if err != nil {
+			t.Errorf("putting lb back: %v\n%s", err, out)
+		}
+	})
+	vim := tk.bedVIM(t)
+	_, vnfd := tk.onboard(t, "heatsible_kubespray")
+	var vnf string
+	tk.takeBedAddresses(t, &vnf)
+	var inst map[string]any
+	tk.cliJSON(t, &inst, "vnflcm", "create", vnfd)
+	vnf = fmt.Sprint(inst["ID"])
+	before := tk.ops(t, vnf)
+	start := time.Now()
+	tk.mustCLI(t, "vnflcm", "instantiate", vnf, writeJSON(t, tk.kubesprayRequest(t, vim)))
+	op := tk.waitOp(t, vnf, before, 15*time.Minute)
+	t.Logf("instantiate: %s after %s; error %s", op.State, time.Since(start).Round(time.Second), op.errorDetail())
+	if op.State != "COMPLETED" {
+		t.Fatalf("instantiate ended %s, want COMPLETED: %s", op.State, op.errorDetail())
+	}
+	recs := b.exec(t, "ansible", "sh", "-c", "ls "+b.env["BED_KUBESPRAY_ROOT"]+"/records/ | grep -c cluster.yml || true")
+	if strings.TrimSpace(recs) == "0" {
+		t.Errorf("no cluster.yml record of the kubespray stand-in on the Ansible host")
+	}
+	cfg := b.exec(t, "lb", "cat", "/etc/haproxy/haproxy.cfg")
+	if !strings.Contains(cfg, "backend kubernetes-nodeport") || !strings.Contains(cfg, "10.231.0.20") {
+		t.Errorf("lb's haproxy.cfg has no kubernetes-nodeport backend with worker-0:\n%s", cfg)
+	}
+	before = tk.ops(t, vnf)
+	tk.mustCLI(t, "vnflcm", "terminate", vnf)
+	op = tk.waitOp(t, vnf, before, 10*time.Minute)
+	t.Logf("terminate: %s; error %s", op.State, op.errorDetail())
+	if op.State != "COMPLETED" {
+		t.Fatalf("terminate ended %s: %s", op.State, op.errorDetail())
+	}
+	tk.mustCLI(t, "vnflcm", "delete", vnf)
+	vnf = ""
+}
