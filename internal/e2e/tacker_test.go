@@ -603,6 +603,7 @@ set --
 for p in etc/haproxy var/lib/heatsible-lb usr/local/lib/heatsible; do [ -e "$p" ] && set -- "$@" "$p"; done
 tar -cpf `+save+` "$@"`)
 	t.Cleanup(func() {
+		b.try("ansible", "rm", "-rf", b.env["BED_KUBESPRAY_ROOT"]+"/inventory/tacker-e2e")
 		out, err := b.try("lb", "sh", "-c", `set -e
 rm -rf /etc/haproxy /var/lib/heatsible-lb /usr/local/lib/heatsible
 tar -C / -xpf `+save+`
@@ -641,6 +642,12 @@ systemctl restart haproxy`)
 	t.Logf("terminate: %s; error %s", op.State, op.errorDetail())
 	if op.State != "COMPLETED" {
 		t.Fatalf("terminate ended %s: %s", op.State, op.errorDetail())
+	}
+	// nothing of heatsible's left on the Ansible host: the inventory it wrote
+	// for kubespray (docs/cli.md, terminate-end) and its staging directories
+	inv := b.env["BED_KUBESPRAY_ROOT"] + "/inventory/tacker-e2e"
+	if left := b.exec(t, "ansible", "sh", "-c", "ls -A "+inv+" 2>/dev/null; ls -A ~"+b.env["BED_USER"]+"/.heatsible/runs 2>/dev/null | grep -v '^$' || true"); strings.TrimSpace(left) != "" {
+		t.Errorf("left on the Ansible host after terminate (%s, ~/.heatsible/runs): %s", inv, left)
 	}
 	tk.mustCLI(t, "vnflcm", "delete", vnf)
 	vnf = ""
