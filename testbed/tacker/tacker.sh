@@ -466,6 +466,15 @@ do_package() {
   mkdir -p "$tmp/Scripts"
   cp "$($VENV/bin/python -c 'import heatsible_mgmt_driver as m; print(m.__file__)')" "$tmp/Scripts/heatsible_mgmt_driver.py"
   cp "$etsi/etsi_nfv_sol001_common_types.yaml" "$etsi/etsi_nfv_sol001_vnfd_types.yaml" "$tmp/Definitions/"
+  # A fresh VNFD id for every build: once a VNF of a package was instantiated,
+  # Tacker 16 keeps a row of its VNFD id in the legacy vnfd table after the VNF
+  # and the package are deleted, and the onboarding of a package with that id
+  # fails (DBDuplicateEntry in the conductor's log; the package stays CREATED).
+  local old new
+  old=$(sed -n 's/^ *descriptor_id: *\([0-9a-f-]\{36\}\) *$/\1/p' "$tmp"/Definitions/*_top.vnfd.yaml | head -1)
+  [ -n "$old" ] || die "no descriptor_id in $src/Definitions/*_top.vnfd.yaml"
+  new=${TACKER_VNFD_ID:-$(cat /proc/sys/kernel/random/uuid)}
+  sed -i "s/$old/$new/g" "$tmp"/Definitions/*.yaml
   rm -f "$out"
   out=$(readlink -f "$out")
   (cd "$tmp" && find . -name __pycache__ -prune -o -type f -print | sed 's|^\./||' | sort | zip -q -X "$out" -@)
