@@ -657,7 +657,7 @@ class HeatsibleMgmtDriver(_Base):
     # ---- running heatsible ---------------------------------------------
 
     def _run(self, operation, extra_args, additional_params, source_args,
-             package_dir=None, note='', vim_info=False):
+             package_dir=None, note='', vim_info=False, tolerate=()):
         """heatsible run OPERATION; stdout's JSON document, or raise.
 
         vim_info: also pass --vim-info FILE and return the file's object as
@@ -675,9 +675,11 @@ class HeatsibleMgmtDriver(_Base):
                 argv += ['--known-hosts', kh]
             return argv
         label = operation + (' ' + note if note else '')
-        return self._heatsible(label, tail, additional_params, vim_info)
+        return self._heatsible(label, tail, additional_params, vim_info,
+                               tolerate)
 
-    def _heatsible(self, label, tail, additional_params, vim_info=False):
+    def _heatsible(self, label, tail, additional_params, vim_info=False,
+                   tolerate=()):
         """Run heatsible with [bin] + tail(request path); return or raise.
 
         The request goes through a 0600 file in a fresh 0700 directory,
@@ -699,12 +701,19 @@ class HeatsibleMgmtDriver(_Base):
             try:
                 proc = self._call(argv)
             except subprocess.TimeoutExpired:
-                _raise('heatsible %s: timed out after %ss and was stopped '
+                _raise('heatsible %s: timed out after %gs and was stopped '
                        '(SIGTERM); see its run record on this host' % (
                            label, self._timeout()))
             except OSError as e:
                 _raise('heatsible %s: cannot run %s: %s' % (
                     label, argv[0], e))
+            if proc.returncode in tolerate:
+                LOG.warning('heatsible %s: exit code %d (%s), tolerated here: '
+                            '%s', label, proc.returncode,
+                            EXIT_MEANING.get(proc.returncode),
+                            (_last_json_object(proc.stderr or '').get('error')
+                             or '').strip())
+                return None
             result = self._result(label, proc)
             if vim_info:
                 result['vim'] = self._read_vim_info(label, vim_path, result)
@@ -1076,8 +1085,24 @@ class HeatsibleMgmtDriver(_Base):
                 'state directory. Declare terminate_start in the VNFD to '
                 'have them removed.', path)
             return None
+        # At the rollback of an instantiation Tacker deletes the stack and
+        # calls terminate_end without terminate_start, instance_id still
+        # set (seen on Tacker 16.0.0): the stack cannot be read any more
+        # (exit code 5). That must not fail the rollback: said, not raised.
+        tolerate = (EXIT_OPENSTACK,) if source[0] == '--stack' else ()
         result = self._run('terminate-end', [], params, source,
-                           self._package_dir(context, vnf_instance, kwargs))
+                           self._package_dir(context, vnf_instance, kwargs),
+                           tolerate=tolerate)
+        if result is None:
+            LOG.error(
+                'heatsible: terminate_end: no topology saved by '
+                'terminate_start (%s) and the Heat stack is gone (as at the '
+                'rollback of an instantiation): terminate-end could not '
+                'run. Left behind: staging directories on the Ansible host '
+                '(~/.heatsible/runs/), the kubespray inventory heatsible '
+                'wrote, the cluster lock file in heatsible\'s state '
+                'directory.', path)
+            return None
         if source[0] == '--topology':
             os.remove(path)
         return result

@@ -484,6 +484,23 @@ class ShimTest(FakeHeatsibleCase):
         self.assertEqual(cm.exception.exit_code, 3)
         self.assertTrue(os.path.exists(self.topology_file()))
 
+    def test_rollback_terminate_end_with_the_stack_gone(self):
+        # Tacker 16's rollback of an instantiation: stack deleted, no
+        # terminate_start, instance_id still set: heatsible cannot read the
+        # stack (exit 5); the rollback must not fail on it. Other failures
+        # still raise.
+        self.fake(5, stderr={'ok': False, 'exit_code': 5,
+                             'error': 'reading stack s: stack s is DELETE_COMPLETE'})
+        self.assertIsNone(self.driver.terminate_end(
+            CONTEXT, vnf_instance(), Obj(), None, None))
+        self.assertEqual(self.calls()[0][:2], ['run', 'terminate-end'])
+        self.fake(3, stderr={'ok': False, 'exit_code': 3,
+                             'error': 'connecting to the Ansible host'})
+        with self.assertRaises(shim.HeatsibleError) as cm:
+            self.driver.terminate_end(CONTEXT, vnf_instance(), Obj(),
+                                      None, None)
+        self.assertEqual(cm.exception.exit_code, 3)
+
     def test_terminate_without_a_saved_topology(self):
         # terminate_start failed (Heat unreadable): logged, not raised, no
         # file, and a stale file from before is gone

@@ -40,7 +40,11 @@ func needTacker(t *testing.T, b *bed) *tackerBed {
 		}
 	}
 	// up: a no-op when healthy; installs the repository's shim (and restarts
-	// the conductor) when the venv has another one
+	// the conductor) when the venv has another one; heat.sh up restarts
+	// heat-all when the stand-in plugin changed
+	if out, err := exec.Command(filepath.Join(b.root, "testbed", "heat", "heat.sh"), "up").CombinedOutput(); err != nil {
+		t.Fatalf("heat.sh up: %v\n%s", err, out)
+	}
 	if out, err := exec.Command(tk.sh, "up").CombinedOutput(); err != nil {
 		t.Fatalf("the bed's Tacker is not up (tacker.sh up: %v):\n%s", err, out)
 	}
@@ -273,6 +277,14 @@ func (tk *tackerBed) takeBedAddresses(t *testing.T, vnf *string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("heat.sh stack-delete bed: %v\n%s", err, out)
 	}
+	// storage as the new VM Tacker's stack stands for: the bed's own volume
+	// (which earlier tests leave mounted on /volume and exported) is not
+	// mounted there; heatsible refuses, rightly, to mount the new volume over
+	// another disk. `bed up` recreates storage afterwards (new volume ids).
+	b.exec(t, "storage", "sh", "-c", `systemctl stop nfs-ganesha nfs-server 2>/dev/null
+for m in $(findmnt -rn -o TARGET | grep '^/volume' | sort -r); do umount "$m"; done
+sed -i '\|[[:space:]]/volume|d' /etc/fstab
+true`)
 }
 
 // TestTackerLifecycle: the PV guide's package and body through the bed's

@@ -2,8 +2,11 @@
 # The bed's volume hook (testbed/heat/plugin: <pools dir>/hooks/volume; tacker.sh
 # up links it there). Heat's stand-in resources call it, inside heat-all:
 #
-#   volume-hook.sh attach VOLUME_ID DEVICE SERVER_ID IP[,IP...]   a server created with the volume
-#   volume-hook.sh delete VOLUME_ID                               the volume deleted
+#   volume-hook.sh attach VOLUME_ID DEVICE SERVER_ID IP[,IP...] STACK   a server created with the volume
+#   volume-hook.sh delete VOLUME_ID STACK                               the volume deleted
+#
+# STACK is the name of the stack holding the server or volume: only Tacker's stacks (vnflcm_<VNF id>) are
+# acted on; the bed's own stack (bed) and every other one are left alone.
 #
 # What Nova and Cinder do on a cloud, for the stacks Tacker creates: a volume
 # attached to a server whose address is the storage host's (10.231.0.11)
@@ -35,7 +38,8 @@ valid_id() { [[ $1 =~ ^[0-9a-f-]{36}$ ]]; }
 
 case "${1:-}" in
   attach)
-    id=$2 ips=${5:-}
+    id=$2 ips=${5:-} stack=${6:-}
+    case $stack in vnflcm_*) ;; *) log "$id: stack '$stack' is not Tacker's: nothing to do"; exit 0 ;; esac
     valid_id "$id" || { log "not a volume id: $id"; exit 2; }
     case ",$ips," in *",$STORAGE_IP,"*) ;; *) log "$id: not attached to the storage host ($ips): nothing to do"; exit 0 ;; esac
     if ours "$id"; then log "$id: the bed's own volume: nothing to do"; exit 0; fi
@@ -50,7 +54,8 @@ case "${1:-}" in
     log "$id: $img on $loop, storage:$node, by-id virtio-${id:0:20}"
     ;;
   delete)
-    id=$2
+    id=$2 stack=${3:-}
+    case $stack in vnflcm_*) ;; *) log "$id: stack '$stack' is not Tacker's: nothing to do"; exit 0 ;; esac
     valid_id "$id" || { log "not a volume id: $id"; exit 2; }
     if ours "$id"; then log "$id: the bed's own volume: nothing to do"; exit 0; fi
     img=$ST/volumes/$id.img
@@ -61,5 +66,5 @@ case "${1:-}" in
     rm -f "$img"
     log "$id: deleted (image, loop device, storage:$node)"
     ;;
-  *) echo "usage: $0 attach VOLUME_ID DEVICE SERVER_ID IPS | delete VOLUME_ID" >&2; exit 2 ;;
+  *) echo "usage: $0 attach VOLUME_ID DEVICE SERVER_ID IPS STACK | delete VOLUME_ID STACK" >&2; exit 2 ;;
 esac

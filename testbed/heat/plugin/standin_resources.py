@@ -414,7 +414,8 @@ class Server(_StandIn):
         self._on_update()
         ips = [lookup(p) or '' for p in self.port_ids()]
         for vid, dev in self.volume_devices():
-            _volume_hook('attach', vid, dev, self.resource_id, ','.join(ips))
+            _volume_hook('attach', vid, dev, self.resource_id, ','.join(ips),
+                         self.stack.name if self.stack else '')
 
     def _on_update(self):
         ports = [n.get('port') for n in (self.properties.get('networks') or [])
@@ -497,7 +498,8 @@ class Volume(_StandIn):
 
     def handle_delete(self):
         if self.resource_id:
-            _volume_hook('delete', self.resource_id)
+            _volume_hook('delete', self.resource_id,
+                         self.stack.name if self.stack else '')
         return None
 
     def _attachments(self):
