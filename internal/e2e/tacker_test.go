@@ -258,10 +258,13 @@ func (tk *tackerBed) takeBedAddresses(t *testing.T, vnf *string) {
 	b := tk.b
 	t.Cleanup(func() {
 		if *vnf != "" {
+			tk.rollbackFailedTemp(t, *vnf)
 			if out, err := tk.cli("vnflcm", "terminate", "--termination-type", "FORCEFUL", "--D", *vnf); err != nil {
 				t.Logf("cleanup: terminate %s: %v\n%s", *vnf, err, out)
-				// a VNF that never got instantiated: delete it
-				tk.cli("vnflcm", "delete", *vnf)
+				// a VNF that is not (or no more) instantiated: delete it
+				if out, err := tk.cli("vnflcm", "delete", *vnf); err != nil {
+					t.Errorf("cleanup: delete %s: %v\n%s", *vnf, err, out)
+				}
 			}
 		}
 		for _, pv := range []string{"nfs-pv1", "nfs-pv2"} {
@@ -438,6 +441,41 @@ spec:
 	}
 	tk.mustCLI(t, "vnflcm", "delete", vnf)
 	vnf = ""
+}
+
+// rollbackFailedTemp rolls back (instantiate, scale-out) or fails (the
+// others) every FAILED_TEMP operation of vnf, so that it can be terminated
+// or deleted; for the cleanups: no t.Fatal.
+func (tk *tackerBed) rollbackFailedTemp(t *testing.T, vnf string) {
+	out, err := tk.cli("vnflcm", "op", "list", "-f", "json")
+	if err != nil {
+		t.Logf("cleanup: vnflcm op list: %v\n%s", err, out)
+		return
+	}
+	var list []map[string]any
+	if i := strings.IndexAny(out, "["); i >= 0 {
+		json.Unmarshal([]byte(out[i:]), &list)
+	}
+	for _, o := range list {
+		if fmt.Sprint(o["VNF Instance ID"]) != vnf || o["Operation State"] != "FAILED_TEMP" {
+			continue
+		}
+		id := fmt.Sprint(o["ID"])
+		verb := "fail"
+		if o["Operation"] == "INSTANTIATE" || o["Operation"] == "SCALE" {
+			verb = "rollback"
+		}
+		out, err := tk.cli("vnflcm", "op", verb, id)
+		t.Logf("cleanup: vnflcm op %s %s (%v): %s", verb, id, err, strings.TrimSpace(out))
+		for i := 0; i < 100 && verb == "rollback"; i++ {
+			out, _ := tk.cli("vnflcm", "op", "show", id, "-f", "value", "-c", "Operation State")
+			if st := strings.TrimSpace(out); st == "ROLLED_BACK" || st == "FAILED_TEMP" && i > 3 {
+				t.Logf("cleanup: op %s %s", id, st)
+				break
+			}
+			time.Sleep(3 * time.Second)
+		}
+	}
 }
 
 // conductorEnv writes testbed/run/tacker/conductor.env.local (KEY=value
