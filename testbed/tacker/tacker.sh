@@ -38,6 +38,7 @@ PY=/usr/bin/python3      # the venv's base: Debian 12's Python 3.11
 TACKER_VERSION=16.0.0
 TACKERCLIENT_VERSION=2.6.0
 VENV_LAYOUT=1            # bump when what goes into the venv changes
+CONF_LAYOUT=2            # bump when tacker.conf or the services' environment change: up restarts them
 SHIM_SRC=$ROOT/contrib/tacker
 export DEBIAN_FRONTEND=noninteractive
 export no_proxy=127.0.0.1,localhost NO_PROXY=127.0.0.1,localhost
@@ -150,6 +151,7 @@ secrets() {
 
 write_configs() {
   find_venv
+  mkdir -p "$RUN/keymgr" && chmod 700 "$RUN/keymgr"
   mkdir -p "$ETC" "$LOGS" "$PIDS" "$STATE/vnfpackages" "$STATE/csar_files" "$STATE/lock" "$RUN/rabbitmq" "$RUN/vim-keys" "$RUN/heatsible-state"
   chmod 700 "$ETC" "$RUN/vim-keys" "$RUN/heatsible-state"
   ( umask 077
@@ -193,8 +195,13 @@ vnflcm_mgmt_driver = vnflcm_noop,mgmt-drivers-heatsible
 [vim_keys]
 openstack = $RUN/vim-keys
 use_barbican = false
+# Tacker 16 registers a Kubernetes VIM only through its key manager (false:
+# "Barbican must be enabled for VIM ..."); the bed's stand-in for Barbican is
+# testbed/tacker/keymgr/bed_keymgr.py (docs/testbed.md, "Tacker")
 [k8s_vim]
-use_barbican = false
+use_barbican = true
+[key_manager]
+api_class = bed_keymgr.FileKeyManager
 [glance_store]
 stores = file
 default_store = file
@@ -213,7 +220,13 @@ enforce_scope = false
 EOF
   cp "$VENV/etc/tacker/api-paste.ini" "$ETC/api-paste.ini"
   # The shim's configuration: tacker-conductor's environment (contrib/tacker/README.md).
+  cat > "$RUN/server.env" <<EOF
+PYTHONPATH=$HERE/keymgr
+BED_KEYMGR_DIR=$RUN/keymgr
+EOF
   cat > "$RUN/conductor.env" <<EOF
+PYTHONPATH=$HERE/keymgr
+BED_KEYMGR_DIR=$RUN/keymgr
 HEATSIBLE_BIN=$RUN/bin/heatsible
 HEATSIBLE_KNOWN_HOSTS=$ROOT/testbed/run/known_hosts
 HEATSIBLE_STATE_DIR=$RUN/heatsible-state
@@ -262,6 +275,7 @@ EOF
 }
 
 # ---------------------------------------------------------------- services
+layout_ok() { [ "$(cat "$PIDS/$1.layout" 2>/dev/null)" = "$CONF_LAYOUT" ]; }
 rabbit_ok() { alive "$PIDS/rabbitmq.pid" && port_open "$RABBIT_PORT"; }
 server_ok() { alive "$PIDS/tacker-server.pid" && curl -sf -m 5 "$TACKER_URL/" >/dev/null 2>&1; }
 conductor_ok() { alive "$PIDS/tacker-conductor.pid"; }
@@ -307,7 +321,7 @@ ALTER USER 'tacker'@'127.0.0.1' IDENTIFIED BY '$TACKER_DB_PASS';
 GRANT ALL ON tacker.* TO 'tacker'@'127.0.0.1';
 EOF
   # what belonged to the old database goes with it
-  rm -rf "$STATE" "$RUN/vim-keys" "$RUN/heatsible-state"
+  rm -rf "$STATE" "$RUN/vim-keys" "$RUN/heatsible-state" "$RUN/keymgr"
   mkdir -p "$STATE/vnfpackages" "$STATE/csar_files" "$STATE/lock" "$RUN/vim-keys" "$RUN/heatsible-state"; chmod 700 "$RUN/vim-keys" "$RUN/heatsible-state"
   "$VENV/bin/tacker-db-manage" --config-file "$ETC/tacker.conf" upgrade head > "$LOGS/tacker-db-manage.log" 2>&1 \
     || die "tacker-db-manage upgrade head failed, see $LOGS/tacker-db-manage.log"
@@ -345,9 +359,11 @@ EOF
 
 start_server() {
   stop "$PIDS/tacker-server.pid" tacker-server
-  setsid "$VENV/bin/tacker-server" --config-file "$ETC/tacker.conf" --log-file "$LOGS/tacker-server.log" \
+  # shellcheck disable=SC2046  # KEY=value lines without spaces
+  env $(grep -E '^[A-Z_]+=' "$RUN/server.env") setsid "$VENV/bin/tacker-server" --config-file "$ETC/tacker.conf" --log-file "$LOGS/tacker-server.log" \
     >> "$LOGS/tacker-server.out" 2>&1 < /dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
   echo $! > "$PIDS/tacker-server.pid"
+  echo "$CONF_LAYOUT" > "$PIDS/tacker-server.layout"
   wait_for 120 server_ok || die "tacker-server did not answer on $TACKER_URL in 120 s, see $LOGS/tacker-server.log"
 }
 
@@ -359,6 +375,7 @@ start_conductor() {
   env $(cat "${envs[@]}" | grep -E '^[A-Z_]+=' ) setsid "$VENV/bin/tacker-conductor" --config-file "$ETC/tacker.conf" \
     --log-file "$LOGS/tacker-conductor.log" >> "$LOGS/tacker-conductor.out" 2>&1 < /dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
   echo $! > "$PIDS/tacker-conductor.pid"
+  echo "$CONF_LAYOUT" > "$PIDS/tacker-conductor.layout"
   wait_for 120 conductor_ready || die "tacker-conductor did not connect to RabbitMQ in 120 s, see $LOGS/tacker-conductor.log"
 }
 # the conductor consumes its RPC topic: its queue has a consumer
@@ -404,7 +421,7 @@ do_up() {
   if [ "$SHIM_CHANGED" = 1 ] && alive "$PIDS/tacker-conductor.pid"; then
     log "the shim changed: restarting tacker-conductor"; stop "$PIDS/tacker-conductor.pid" tacker-conductor
   fi
-  if rabbit_ok && server_ok && conductor_ok && db_ok && vim_ok && [ "$(readlink "$HEAT_RUN/hooks/volume" 2>/dev/null)" = "$HERE/volume-hook.sh" ]; then
+  if rabbit_ok && server_ok && conductor_ok && db_ok && vim_ok && layout_ok tacker-server && layout_ok tacker-conductor && [ "$(readlink "$HEAT_RUN/hooks/volume" 2>/dev/null)" = "$HERE/volume-hook.sh" ]; then
     log "already up (healthy): no-op"; return 0
   fi
   write_configs
@@ -417,8 +434,8 @@ do_up() {
     t=$(now); stop "$PIDS/tacker-conductor.pid" tacker-conductor; start_rabbit; log "rabbitmq ready in $(since "$t")s"
   fi
   t=$(now); register_keystone; log "keystone registration in $(since "$t")s"
-  if [ $fresh = 1 ] || ! server_ok; then t=$(now); start_server; log "tacker-server ready in $(since "$t")s"; fi
-  if [ $fresh = 1 ] || ! conductor_ready; then t=$(now); start_conductor; log "tacker-conductor ready in $(since "$t")s"; fi
+  if [ $fresh = 1 ] || ! server_ok || ! layout_ok tacker-server; then t=$(now); start_server; log "tacker-server ready in $(since "$t")s"; fi
+  if [ $fresh = 1 ] || ! conductor_ready || ! layout_ok tacker-conductor; then t=$(now); start_conductor; log "tacker-conductor ready in $(since "$t")s"; fi
   if ! vim_ok; then t=$(now); register_vim; log "VIM registered in $(since "$t")s"; fi
   log "up in $(since "$t0")s; env: $RUN/env; RSS:"
   rss >&2
@@ -433,7 +450,7 @@ do_down() {
     mariadb --socket="$HEAT_RUN/mysqld.sock" -uroot -e 'DROP DATABASE IF EXISTS tacker' 2>/dev/null || true
   fi
   # the DB is recreated at each fresh up; keep secrets, configs and logs
-  rm -rf "$STATE" "$RUN/vim-keys" "$RUN/heatsible-state" "$RUN/rabbitmq/mnesia"
+  rm -rf "$STATE" "$RUN/vim-keys" "$RUN/heatsible-state" "$RUN/keymgr" "$RUN/rabbitmq/mnesia"
   rm -f "$HEAT_RUN/pools.d/tacker.json" "$HEAT_RUN/hooks/volume"
   log "down"
 }
