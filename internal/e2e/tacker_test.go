@@ -579,7 +579,8 @@ func (tk *tackerBed) heal(t *testing.T, vnf, vnfc string, params map[string]any)
 	t.Helper()
 	args := []string{"vnflcm", "heal", "--vnfc-instance", vnfc}
 	if len(params) > 0 {
-		args = append(args, "--additional-param-file", writeJSON(t, params))
+		// the CLI merges the file into the request body: {"additionalParams": ...}
+		args = append(args, "--additional-param-file", writeJSON(t, map[string]any{"additionalParams": params}))
 	}
 	before := tk.ops(t, vnf)
 	tk.mustCLI(t, append(args, "--", vnf)...)
