@@ -259,12 +259,18 @@ func (tk *tackerBed) takeBedAddresses(t *testing.T, vnf *string) {
 	t.Cleanup(func() {
 		if *vnf != "" {
 			tk.rollbackFailedTemp(t, *vnf)
-			if out, err := tk.cli("vnflcm", "terminate", "--termination-type", "FORCEFUL", "--D", *vnf); err != nil {
+			if out, err := tk.cli("vnflcm", "terminate", "--termination-type", "FORCEFUL", *vnf); err != nil {
 				t.Logf("cleanup: terminate %s: %v\n%s", *vnf, err, out)
-				// a VNF that is not (or no more) instantiated: delete it
-				if out, err := tk.cli("vnflcm", "delete", *vnf); err != nil {
-					t.Errorf("cleanup: delete %s: %v\n%s", *vnf, err, out)
+			}
+			for i := 0; i < 100; i++ {
+				out, _ := tk.cli("vnflcm", "show", *vnf, "-f", "value", "-c", "Instantiation State")
+				if strings.TrimSpace(out) == "NOT_INSTANTIATED" {
+					break
 				}
+				time.Sleep(3 * time.Second)
+			}
+			if out, err := tk.cli("vnflcm", "delete", *vnf); err != nil {
+				t.Errorf("cleanup: delete %s: %v\n%s", *vnf, err, out)
 			}
 		}
 		for _, pv := range []string{"nfs-pv1", "nfs-pv2"} {
