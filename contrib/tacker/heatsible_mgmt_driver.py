@@ -69,7 +69,9 @@ Assumptions about Tacker that this file makes (read from Tacker's source,
 openstack/tacker: tacker/vnflcm/vnflcm_driver.py, the OpenStack infra driver
 and samples/mgmt_driver/kubernetes/kubernetes_mgmt.py and
 kubespray/kubespray_mgmt.py;
-not verified against a running Tacker; no Tacker runs where this was written):
+checked on a running Tacker 16.0.0 on heatsible's test bed for instantiate,
+storage-server heal and terminate, internal/e2e TestTackerLifecycle; scale
+and node heals through a real Tacker are not checked yet):
 
 * ``vnf_instance.instantiated_vnf_info.instance_id`` is the Heat stack id of
   the VNF (Tacker's own kubernetes_mgmt.py sample uses it as the stack id).
@@ -100,6 +102,13 @@ not verified against a running Tacker; no Tacker runs where this was written):
 * Terminate: terminate_end is called after the Heat stack was deleted and
   ``instance_id`` was cleared, so the stack cannot be read there: the
   cluster is saved with ``heatsible topology --save`` at terminate_start.
+  Disproved for the rollback of an instantiation (Tacker 16.0.0): the stack
+  is deleted, terminate_start is not called and instance_id is still set;
+  terminate_end then tolerates heatsible's exit code 5 (stack unreadable).
+* Heal of a VNFC replaces its volumes too unless Tacker is told otherwise
+  ([vnf_lcm] heal_vnfc_block_storage, additionalParams
+  tacker_extension_heal_include_block_storage; always before Tacker 14):
+  heal_start refuses that for the storage server before anything runs.
 
 Configuration, from tacker-conductor's environment (or the class attributes):
 
