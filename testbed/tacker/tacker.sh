@@ -294,7 +294,8 @@ start_rabbit() {
   stop "$PIDS/rabbitmq.pid" rabbitmq
   # a fresh node each time: default_user is created on an empty database
   rm -rf "$RUN/rabbitmq/mnesia"
-  local srv; srv=$(ls /usr/lib/rabbitmq/lib/rabbitmq_server-*/sbin/rabbitmq-server 2>/dev/null | tail -1)
+  local srv f; srv=""
+  for f in /usr/lib/rabbitmq/lib/rabbitmq_server-*/sbin/rabbitmq-server; do [ -x "$f" ] && srv=$f; done
   [ -x "$srv" ] || die "no rabbitmq-server: run '$0 install'"
   rm -f "$PIDS/rabbitmq.beam.pid"
   ( rabbit_env setsid "$srv" ) > "$LOGS/rabbitmq.out" 2>&1 < /dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
@@ -381,7 +382,8 @@ start_conductor() {
 # the conductor consumes its RPC topic: its queue has a consumer
 conductor_ready() {
   alive "$PIDS/tacker-conductor.pid" || return 1
-  local ctl; ctl=$(ls /usr/lib/rabbitmq/lib/rabbitmq_server-*/sbin/rabbitmqctl 2>/dev/null | tail -1)
+  local ctl="" f
+  for f in /usr/lib/rabbitmq/lib/rabbitmq_server-*/sbin/rabbitmqctl; do [ -x "$f" ] && ctl=$f; done
   # the CLI itself (not Debian's wrapper, which runs it as user rabbitmq with another cookie)
   ( rabbit_env "$ctl" -q list_queues name consumers ) 2>/dev/null | awk '$1 == "TACKER_CONDUCTOR" && $2 > 0 {f=1} END {exit !f}'
 }
@@ -481,7 +483,7 @@ do_package() {
   tmp=$(mktemp -d)
   cp -r "$src/." "$tmp/"
   mkdir -p "$tmp/Scripts"
-  cp "$($VENV/bin/python -c 'import heatsible_mgmt_driver as m; print(m.__file__)')" "$tmp/Scripts/heatsible_mgmt_driver.py"
+  cp "$("$VENV"/bin/python -c 'import heatsible_mgmt_driver as m; print(m.__file__)')" "$tmp/Scripts/heatsible_mgmt_driver.py"
   cp "$etsi/etsi_nfv_sol001_common_types.yaml" "$etsi/etsi_nfv_sol001_vnfd_types.yaml" "$tmp/Definitions/"
   # A fresh VNFD id for every build: once a VNF of a package was instantiated,
   # Tacker 16 keeps a row of its VNFD id in the legacy vnfd table after the VNF
