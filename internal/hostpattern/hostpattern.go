@@ -240,7 +240,7 @@ func mapValue(n *yaml.Node, key string) *yaml.Node {
 
 // Resolve evaluates an Ansible host pattern (a play's hosts): terms
 // separated by "," (or ":"), each a host, a group, "all"/"*", a glob or
-// "~regex"; "&term" intersects, "!term" excludes. Unknown names match
+// "~regex" (matched from the start of a name, as Python's re.match); "&term" intersects, "!term" excludes. Unknown names match
 // nothing, as in Ansible (which warns). Subscripts (group[0]) are not
 // supported.
 func (inv *Inventory) Resolve(pattern string) ([]string, error) {
@@ -426,7 +426,9 @@ func (inv *Inventory) term(t string) ([]string, error) {
 	var match func(string) bool
 	switch {
 	case strings.HasPrefix(t, "~"):
-		re, err := regexp.Compile(t[1:])
+		// Ansible matches with Python's re.match: anchored at the start
+		// of the name, not at its end.
+		re, err := regexp.Compile("^(?:" + t[1:] + ")")
 		if err != nil {
 			return nil, fmt.Errorf("pattern %q: %w", t, err)
 		}
