@@ -240,9 +240,9 @@ func mapValue(n *yaml.Node, key string) *yaml.Node {
 
 // Resolve evaluates an Ansible host pattern (a play's hosts): terms
 // separated by "," (or ":"), each a host, a group, "all"/"*", a glob or
-// "~regex" (matched from the start of a name, as Python's re.match); "&term" intersects, "!term" excludes. Unknown names match
-// nothing, as in Ansible (which warns). Subscripts (group[0]) are not
-// supported.
+// "~regex" (matched from the start of a name, as Python's re.match);
+// "&term" intersects, "!term" excludes. Unknown names match nothing, as in
+// Ansible (which warns). Subscripts (group[0]) are not supported.
 func (inv *Inventory) Resolve(pattern string) ([]string, error) {
 	return inv.evaluate(splitHostPattern(pattern))
 }
