@@ -14,6 +14,8 @@
 #             wiped (wipefs -a: the bed's volumes hold only what the benchmark
 #             wrote) and its mount point removed - the volume is blank again,
 #             as a new Cinder volume is, so the first run formats it;
+#             /etc/exports back to the base image's (Tacker's sample
+#             driver appends to it; `exportfs -ra` after, when it differed);
 #             nfs_server's files removed: the unit drop-ins
 #             /etc/systemd/system/{nfs-server,nfs-ganesha}.service.d/
 #             heatsible-mounts.conf (and their directories, which the base
@@ -113,6 +115,12 @@ rmdir "$m" 2>/dev/null || true'
     done
 } > "$RUN/.bench-reset.sh"
 "$BED" exec storage -- sh -c 'cat > /etc/ganesha/ganesha.conf' < "$BASE/etc/ganesha/ganesha.conf"
+# /etc/exports back to the base image's (Tacker's sample driver appends its
+# exports there: bench/tacker_driver.py) and, when it was not, the kernel's
+# export table (/var/lib/nfs/etab) made from it again
+# shellcheck disable=SC2016
+"$BED" exec storage -- sh -c 'f=$(mktemp); cat > "$f"
+  if ! cmp -s "$f" /etc/exports; then cat "$f" > /etc/exports; exportfs -ra; fi; rm -f "$f"' < "$BASE/etc/exports"
 "$BED" exec storage -- sh < "$RUN/.bench-reset.sh"
 rm -f "$RUN/.bench-reset.sh"
 
