@@ -12,7 +12,16 @@
 #   2. bench/reset.sh (volume blank, ganesha off, the NFS drop-ins, ports, record
 #      and mark gone, PVs and the VIM's objects gone, SSH masters closed;
 #      see its header), then time bench/baseline.sh;
-#   3. bench/reset.sh again, then time heatsible's first run, as the e2e tests
+#   3. with TACKER_SRC set (an unpacked source tree of the bed's Tacker
+#      version, never committed): bench/reset.sh again, master-0's admin
+#      kubeconfig where Tacker's kubeadm script puts it (`bed kubeconfig
+#      kubeadm`: the SSH user's ~/.kube/config; put back after), then time
+#      Tacker's own sample KubernetesMgmtDriver's storage steps
+#      (_install_storage_server, _install_nfs_client for each master and
+#      worker, _register_persistent_volumes) with real Tacker objects, run by
+#      bench/tacker_driver.py in the bed's Tacker venv (its header says what
+#      it patches and why);
+#   4. bench/reset.sh again, then time heatsible's first run, as the e2e tests
 #      run it: `heatsible -o json -v run instantiate-end --request ...
 #      --package ... --stack ... --known-hosts ...`, through the bed's
 #      Ansible host; then its re-run (changed must be 0).
@@ -28,7 +37,11 @@
 # go; BENCH_OUT: bench/; results-fresh-clients.* with BENCH_PURGE_CLIENT=1,
 # results-LABEL.* with BENCH_LABEL); logs in BENCH_LOGS (default
 # /tmp/heatsible-bench-<time>).
-# Knobs: BENCH_SIZES, BENCH_VOLUMES, BENCH_SKIP_BASELINE=1, BENCH_PURGE_CLIENT=1
+# Knobs: BENCH_SIZES, BENCH_VOLUMES, BENCH_SKIP_BASELINE=1, BENCH_PURGE_CLIENT=1,
+# TACKER_SRC (adds the Tacker driver's column; the bed must have its Tacker:
+# testbed/run/tacker/env), BENCH_APPEND=1 (keep the rows already in
+# BENCH_LOGS/rows for the other sizes: one size per call, e.g. one bed-use
+# lock hold each, all in one series),
 # (bench/reset.sh), HEATSIBLE (the binary; default bin/heatsible, built if
 # missing), BENCH_RUN_ARGS (extra heatsible run flags, e.g. "--forks 5"),
 # BENCH_LABEL (a name for this series in the output).
@@ -57,6 +70,12 @@ for N in $SIZES; do
   if ! [[ $N =~ ^[1-9][0-9]?$ ]] || [ "$N" -gt 64 ]; then echo "bench: BENCH_SIZES: $N is not a number of workers the bed has (1..64)" >&2; exit 2; fi
 done
 [ -x "$HEATSIBLE" ] || go build -trimpath -o "$HEATSIBLE" ./cmd/heatsible
+TACKER_SRC=${TACKER_SRC:-}
+if [ -n "$TACKER_SRC" ]; then
+  [ -f "$TACKER_SRC/samples/mgmt_driver/kubernetes/kubernetes_mgmt.py" ] ||
+    { echo "bench: TACKER_SRC=$TACKER_SRC has no samples/mgmt_driver/kubernetes/kubernetes_mgmt.py (an unpacked Tacker source tree)" >&2; exit 2; }
+  [ -s "$RUN/tacker/env" ] || { echo "bench: TACKER_SRC is set but the bed has no Tacker ($RUN/tacker/env): bring it up without BED_TACKER=0" >&2; exit 2; }
+fi
 mkdir -p "$OUT" "$LOGS" && chmod 700 "$LOGS"   # the run records and logs are for root only
 echo "bench: logs in $LOGS" >&2
 
@@ -99,7 +118,38 @@ cpu_since() { bench/cpu.py snap "$LOGS/cpu1"; bench/cpu.py diff "$LOGS/cpu0" "$L
 bench/machine.sh > "$LOGS/machine" 2>&1 || echo "bench: bench/machine.sh failed, see $LOGS/machine" >&2
 log "machine: $(tr '\n' ' ' < "$LOGS/machine")"
 
-rows=()
+# the rows measured so far (one line per size), kept in LOGS as each size ends
+if [ "${BENCH_APPEND:-0}" = 1 ] && [ -f "$LOGS/rows" ]; then
+  for N in $SIZES; do awk -v n="$N" '$1 != n' "$LOGS/rows" > "$LOGS/rows.new" && mv "$LOGS/rows.new" "$LOGS/rows"; done
+else
+  : > "$LOGS/rows"
+fi
+
+# Tacker's sample driver (bench/tacker_driver.py): prints "step NAME SECONDS"
+# and "total SECONDS"; this prints "total storage clients register" seconds.
+# master-0's admin kubeconfig goes where Tacker's kubeadm script leaves it
+# for the run (the driver runs kubectl as the SSH user) and back after.
+kc_before=""
+kc_restore() { [ -z "$kc_before" ] || "$BED" kubeconfig "$kc_before" >/dev/null 2>&1 || echo "bench: could not put master-0's kubeconfig back to $kc_before" >&2; kc_before=""; }
+trap kc_restore EXIT
+tacker_run() {
+  local name=$1 rc=0
+  kc_before=$("$BED" kubeconfig | awk '{print $1}')
+  "$BED" kubeconfig kubeadm > "$LOGS/$name-kubeconfig.log" 2>&1
+  # shellcheck disable=SC1091
+  ( set -a; . "$RUN/tacker/env"; set +a
+    exec "$TACKER_VENV/bin/python" bench/tacker_driver.py --tacker-src "$TACKER_SRC" --conf "$TACKER_CONF" \
+      --run "$RUN" --stack "$HEATSIBLE_STACK" ) > "$LOGS/$name.out" 2> "$LOGS/$name.log" || rc=$?
+  kc_restore
+  if [ "$rc" != 0 ] || ! grep -q '^total ' "$LOGS/$name.out"; then
+    echo "bench: Tacker's driver failed at $name (exit $rc), see $LOGS/$name.log:" >&2
+    cat "$LOGS/$name.out" >&2; grep -E 'ERROR|Error|rror:' "$LOGS/$name.log" | tail -5 >&2; return 1
+  fi
+  awk '$1 == "total" {t = $2} $1 == "step" && $2 == "install_storage_server" {s = $3}
+       $1 == "step" && $2 ~ /^install_nfs_client:/ {c += $3} $1 == "step" && $2 == "register_persistent_volumes" {r = $3}
+       END {printf "%s %.2f %.2f %.2f\n", t, s, c, r}' "$LOGS/$name.out"
+}
+
 for N in $SIZES; do
   log "N=$N: reshaping the bed (WORKERS=$N SPARE_WORKERS=0 EXTERNAL_LB=0 VOLUMES=$VOLS)"
   t=$(now)
@@ -126,6 +176,16 @@ for N in $SIZES; do
     log "N=$N: baseline $base_s s (slowest host $slowest s, load $base_load -> $base_after, page fault $base_pf us)"
   fi
 
+  tk_s="" tk_storage="" tk_clients="" tk_register="" tk_load="" tk_after="" tk_pf=""
+  if [ -n "$TACKER_SRC" ]; then
+    bench/reset.sh > "$LOGS/reset-tacker-$N.log" 2>&1
+    tk_pf=$(pf); tk_load=$(load); cpu_mark
+    read -r tk_s tk_storage tk_clients tk_register < <(tacker_run "tacker-$N" || echo "- - - -")
+    cpu_since "tacker-$N"; tk_after=$(load)
+    [ "$tk_s" != - ] || exit 1
+    log "N=$N: Tacker's driver $tk_s s (storage server $tk_storage, clients $tk_clients, PVs $tk_register; load $tk_load -> $tk_after, page fault $tk_pf us)"
+  fi
+
   bench/reset.sh > "$LOGS/reset-hs-$N.log" 2>&1
   first_pf=$(pf); first_load=$(load)
   cpu_mark
@@ -139,8 +199,9 @@ for N in $SIZES; do
   cpu_since "rerun-$N"; re_after=$(load)
   log "N=$N: heatsible re-run $re_s s, changed $re_changed, exit $re_rc (load $re_load -> $re_after, page fault $re_pf us)"
   [ "$re_rc" = 0 ] || { echo "bench: heatsible's re-run failed at N=$N, see $LOGS/rerun-$N.log" >&2; exit 1; }
-  rows+=("$N $first_s $first_changed $re_s $re_changed ${base_s:--} ${slowest:--} $first_load $re_load ${base_load:--} $((first_failed + first_unr + re_failed + re_unr)) $first_after $re_after ${base_after:--} $first_pf $re_pf ${base_pf:--} $bed_s")
+  echo "$N $first_s $first_changed $re_s $re_changed ${base_s:--} ${slowest:--} $first_load $re_load ${base_load:--} $((first_failed + first_unr + re_failed + re_unr)) $first_after $re_after ${base_after:--} $first_pf $re_pf ${base_pf:--} $bed_s ${tk_s:--} ${tk_storage:--} ${tk_clients:--} ${tk_register:--} ${tk_load:--} ${tk_after:--} ${tk_pf:--}" >> "$LOGS/rows"
 done
+sort -n -o "$LOGS/rows" "$LOGS/rows"
 
 # ---------------------------------------------------------------- results
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -149,7 +210,6 @@ if [ -n "$(git status --porcelain --untracked-files=no -- . ':!bench/results*' 2
 mem=$(free -g | awk '/^Mem:/ {print $2 " GiB total, " $7 " GiB available"}')
 cpus=$(nproc)
 when=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-printf '%s\n' "${rows[@]}" > "$LOGS/rows"
 
 python3 - "$LOGS/rows" "$OUT" "$LABEL" "$commit$dirty" "$cpus" "$mem" "$when" "$(uptime)" "$SUFFIX" "${BENCH_PURGE_CLIENT:-0}" "$LOGS/machine" <<'PY'
 import csv, json, os, sys
@@ -177,10 +237,16 @@ for line in open(rows_file):
          "load_first_after": num(f[11]), "load_rerun_after": num(f[12]), "load_baseline_after": num(f[13]),
          "page_fault_us_first": num(f[14]), "page_fault_us_rerun": num(f[15]),
          "page_fault_us_baseline": num(f[16]), "bed_up_s": num(f[17])}
+    # Tacker's sample driver's storage steps (TACKER_SRC; "-" or absent: not run)
+    tk = f[18:25] if len(f) >= 25 else ["-"] * 7
+    r.update({"tacker_s": num(tk[0]), "tacker_storage_server_s": num(tk[1]), "tacker_nfs_clients_s": num(tk[2]),
+              "tacker_register_pvs_s": num(tk[3]), "load_tacker": num(tk[4]), "load_tacker_after": num(tk[5]),
+              "page_fault_us_tacker": num(tk[6])})
     r["ratio_heatsible_baseline"] = round(r["heatsible_first_s"] / r["baseline_s"], 3) if r["baseline_s"] else None
     r["ratio_rerun_first"] = round(r["heatsible_rerun_s"] / r["heatsible_first_s"], 3)
+    r["ratio_heatsible_tacker"] = round(r["heatsible_first_s"] / r["tacker_s"], 3) if r["tacker_s"] else None
     # CPU seconds by part of the bed (bench/cpu.py); "vms": the cluster's hosts
-    for run in ("baseline", "first", "rerun"):
+    for run in ("baseline", "first", "rerun", "tacker"):
         p = os.path.join(os.path.dirname(rows_file), "cpu-%s-%d.json" % (run, r["workers"]))
         c = json.load(open(p)) if os.path.exists(p) else None
         cpu.setdefault(r["workers"], {})[run] = c
@@ -229,8 +295,9 @@ def target_rerun():
 targets = {"first_64_le_0_5_baseline": target_first_64(), "cpu_8_le_1_0_baseline": target_cpu_8(),
            "rerun_le_0_3_first_0_changed": target_rerun()}
 
-pfs = [v for r in rows for v in (r["page_fault_us_first"], r["page_fault_us_rerun"], r["page_fault_us_baseline"]) if v is not None]
-loads = [v for r in rows for k in ("first", "rerun", "baseline") for v in (r["load_" + k], r["load_%s_after" % k]) if v is not None]
+pfs = [v for r in rows for v in (r["page_fault_us_first"], r["page_fault_us_rerun"], r["page_fault_us_baseline"],
+                                 r["page_fault_us_tacker"]) if v is not None]
+loads = [v for r in rows for k in ("first", "rerun", "baseline", "tacker") for v in (r["load_" + k], r["load_%s_after" % k]) if v is not None]
 doc = {"label": label, "commit": commit, "date": when, "nproc": int(cpus), "memory": mem,
        "uptime_at_end": uptime.strip(), "rows": rows,
        "growth_first": {"from": lo, "to": hi, "heatsible": growth, "baseline": bgrowth},
@@ -254,6 +321,17 @@ for r in rows:
         fmt(r["ratio_cpu_first_baseline"], "%.2f"), fmt(r["baseline_slowest_host_s"]),
         la("first"), la("rerun"), la("baseline"),
         fmt(r["page_fault_us_first"]), fmt(r["page_fault_us_rerun"]), fmt(r["page_fault_us_baseline"])))
+has_tk = any(r["tacker_s"] is not None for r in rows)
+if has_tk:  # Tacker's sample driver: its column after the baseline's, its load and page fault last
+    lines[0] = lines[0].replace("| baseline s |", "| baseline s | Tacker driver s: all (storage server / NFS clients / PVs) | first / Tacker |")
+    lines[0] += " Tacker driver: load before-after / page fault us |"
+    lines[1] += "---|---|---|"
+    for i, r in enumerate(rows):
+        cells = lines[i + 2].split(" | ")
+        cells.insert(4, "%s (%s / %s / %s) | %s" % (fmt(r["tacker_s"]), fmt(r["tacker_storage_server_s"]),
+                     fmt(r["tacker_nfs_clients_s"]), fmt(r["tacker_register_pvs_s"]), fmt(r["ratio_heatsible_tacker"], "%.2f")))
+        lines[i + 2] = " | ".join(cells) + " %s-%s / %s |" % (fmt(r["load_tacker"]), fmt(r["load_tacker_after"]),
+                                                            fmt(r["page_fault_us_tacker"]))
 table = "\n".join(lines)
 # where the CPU went, and the floor it sets on this machine
 cl = ["| N workers | baseline CPU s: VMs / Ansible host / this machine / all | heatsible first run: VMs / Ansible host / this machine / all | re-run: all | floor s = baseline's VM CPU / %s cores | floor / baseline | CPU s left at 0.5 x baseline |" % cpus,
@@ -264,6 +342,12 @@ for r in rows:
         fmt(r["cpu_baseline_total"]), fmt(r["cpu_first_vms"]), fmt(r["cpu_first_ansible"]), fmt(r["cpu_first_machine"]),
         fmt(r["cpu_first_total"]), fmt(r["cpu_rerun_total"]), fmt(r["floor_s"]), fmt(r["floor_ratio"], "%.2f"),
         fmt(r["budget_at_0_5_cpu_s"])))
+if has_tk:
+    cl[0] += " Tacker driver: VMs / Ansible host / this machine / all |"
+    cl[1] += "---|"
+    for i, r in enumerate(rows):
+        cl[i + 2] += " %s / %s / %s / %s |" % (fmt(r["cpu_tacker_vms"]), fmt(r["cpu_tacker_ansible"]),
+                                              fmt(r["cpu_tacker_machine"]), fmt(r["cpu_tacker_total"]))
 cpu_table = "\n".join(cl)
 # bench/cpu.py's sum against the machine's own busy time (/proc/stat): what it missed
 cover = sorted((c["total"] / c["proc_stat"], "%s at N=%d" % (run, n))
@@ -285,6 +369,16 @@ scenario = ("nfs-common purged on every master and worker before each first run 
 md = ["# make bench: results%s" % ((" (" + label + ")") if suffix else ""), "",
       "Machine: %s cores (nproc), %s (free -g); %s; commit %s; series \"%s\"." % (cpus, mem, when, commit, label), "",
       "Scenario: " + scenario + ".", "",
+      ] + (["Tacker's own sample driver (TACKER_SRC): the storage steps of KubernetesMgmtDriver.instantiate_end",
+            "(_install_storage_server, _install_nfs_client for each master and worker, _register_persistent_volumes),",
+            "called with real Tacker objects by bench/tacker_driver.py against the same hosts; it reads the hosts'",
+            "addresses from the bed's Heat stack itself. Patched because it cannot exist here (the script's header):",
+            "the VNF package path (the stack was not made by Tacker), the Ubuntu 20.04 check (the hosts are Debian 12),",
+            "`chown nobody.nogroup` as `nobody:nogroup` (Debian's chown warns on stderr, which fails the driver). It",
+            "does less than the other two: no NFS server started or checked (on the bed `exportfs -ra` is as far as",
+            "the kernel server goes), no fstab entry, mkfs on Heat's device name without looking at what is on it,",
+            "no Tacker VIM objects (the driver's _create_vim is not a storage step and is not called); it runs",
+            "`apt-get update` on every host, every time.", ""] if has_tk else []) + [
       "Shared machine: other jobs (builds, tests of other sessions) may have run at the same time; the 1-minute",
       "load average before and after each measurement, and what a page fault cost just before it, are in the",
       "last two columns (%s-%s us and load %s-%s in this series). On %s cores, everything (the Ansible host," % (
@@ -320,7 +414,8 @@ md = ["# make bench: results%s" % ((" (" + label + ")") if suffix else ""), "",
       "controller, its SSH clients, Heat discovery) if a tool were to finish in 0.5 x the baseline:",
       "compare it with ansible-playbook's start alone, %s s here (bench/machine.sh). On a cloud, where each" % fmt(machine.get("ansible_start_s"), "%.2f"),
       "VM has its own CPUs, the floor is the slowest host's own work instead.", "",
-      "How: bench/bed.sh (make bench); baseline bench/baseline.sh; reset between first runs bench/reset.sh;",
+      "How: bench/bed.sh (make bench); baseline bench/baseline.sh; reset between first runs bench/reset.sh;" +
+      (" Tacker's driver bench/tacker_driver.py;" if has_tk else ""),
       "plot bench/plot (results%s.svg, from results%s.json)." % (suffix, suffix),
       "Raw: results%s.csv, results%s.json." % (suffix, suffix)]
 open(os.path.join(out, "results%s.md" % suffix), "w").write("\n".join(md) + "\n")

@@ -83,7 +83,6 @@ def main():
     if not os.path.isfile(os.path.join(sample, 'kubernetes_mgmt.py')):
         sys.exit('tacker_driver: TACKER_SRC %s has no samples/mgmt_driver/'
                  'kubernetes/kubernetes_mgmt.py' % a.tacker_src)
-    import tacker
     from importlib import metadata
     installed = metadata.version('tacker')
     src_ver = _src_version(a.tacker_src)
@@ -192,6 +191,15 @@ def main():
             p['pv_registration_params'])
     step('register_persistent_volumes', register)
     print('total %.2f' % total, flush=True)
+    # not timed: what the PVs say now (the address the driver wrote, phase)
+    import yaml
+    for reg in p['pv_registration_params']:
+        name = yaml.safe_load(open(os.path.join(
+            package, reg['pv_manifest_file_path'])))['metadata']['name']
+        out = driver._execute_command(
+            holder['c'], "kubectl get pv %s -o jsonpath='{.spec.nfs.server} "
+            "{.status.phase}'" % name, km.NFS_CMD_TIMEOUT, 'common', 0)
+        print('check pv %s %s' % (name, ''.join(out).strip()), flush=True)
 
 
 def _src_version(src):

@@ -54,14 +54,17 @@ var targetNames = map[string]string{
 
 // Row is one N of the series; a nil field was not measured.
 type Row struct {
-	Workers      int      `json:"workers"`
-	FirstS       *float64 `json:"heatsible_first_s"`
-	RerunS       *float64 `json:"heatsible_rerun_s"`
-	BaselineS    *float64 `json:"baseline_s"`
-	FloorS       *float64 `json:"floor_s"`
-	CPUFirst     *float64 `json:"cpu_first_total"`
-	CPURerun     *float64 `json:"cpu_rerun_total"`
-	CPUBaseline  *float64 `json:"cpu_baseline_total"`
+	Workers     int      `json:"workers"`
+	FirstS      *float64 `json:"heatsible_first_s"`
+	RerunS      *float64 `json:"heatsible_rerun_s"`
+	BaselineS   *float64 `json:"baseline_s"`
+	FloorS      *float64 `json:"floor_s"`
+	CPUFirst    *float64 `json:"cpu_first_total"`
+	CPURerun    *float64 `json:"cpu_rerun_total"`
+	CPUBaseline *float64 `json:"cpu_baseline_total"`
+	// Tacker's sample driver's storage steps (bed.sh with TACKER_SRC)
+	TackerS      *float64 `json:"tacker_s"`
+	CPUTacker    *float64 `json:"cpu_tacker_total"`
 	RerunChanged int      `json:"rerun_changed"`
 	// the 1-minute load before each measurement (and after it, in newer results)
 	Loads []*float64 `json:"-"`
@@ -141,19 +144,23 @@ type series struct {
 	dash   string // stroke-dasharray, "" for solid
 	marker string // circle, square, triangle, none
 	value  func(Row) *float64
+	// optional: left out of the legend (and the title) when no row has a value
+	optional bool
 }
 
 var (
 	wallSeries = []series{
-		{"heatsible, first run", "#1f5fbf", "", "circle", func(r Row) *float64 { return r.FirstS }},
-		{"heatsible, re-run", "#1f5fbf", "6 4", "square", func(r Row) *float64 { return r.RerunS }},
-		{"sequential baseline", "#d9641e", "", "triangle", func(r Row) *float64 { return r.BaselineS }},
-		{"floor: baseline's VM CPU / cores", "#888888", "2 3", "none", func(r Row) *float64 { return r.FloorS }},
+		{"heatsible, first run", "#1f5fbf", "", "circle", func(r Row) *float64 { return r.FirstS }, false},
+		{"heatsible, re-run", "#1f5fbf", "6 4", "square", func(r Row) *float64 { return r.RerunS }, false},
+		{"sequential baseline", "#d9641e", "", "triangle", func(r Row) *float64 { return r.BaselineS }, false},
+		{"floor: baseline's VM CPU / cores", "#888888", "2 3", "none", func(r Row) *float64 { return r.FloorS }, false},
+		{"Tacker's sample driver", "#2e8b3e", "", "diamond", func(r Row) *float64 { return r.TackerS }, true},
 	}
 	cpuSeries = []series{
-		{"heatsible, first run", "#1f5fbf", "", "circle", func(r Row) *float64 { return r.CPUFirst }},
-		{"heatsible, re-run", "#1f5fbf", "6 4", "square", func(r Row) *float64 { return r.CPURerun }},
-		{"sequential baseline", "#d9641e", "", "triangle", func(r Row) *float64 { return r.CPUBaseline }},
+		{"heatsible, first run", "#1f5fbf", "", "circle", func(r Row) *float64 { return r.CPUFirst }, false},
+		{"heatsible, re-run", "#1f5fbf", "6 4", "square", func(r Row) *float64 { return r.CPURerun }, false},
+		{"sequential baseline", "#d9641e", "", "triangle", func(r Row) *float64 { return r.CPUBaseline }, false},
+		{"Tacker's sample driver", "#2e8b3e", "", "diamond", func(r Row) *float64 { return r.CPUTacker }, true},
 	}
 )
 
@@ -180,6 +187,10 @@ func Render(res Results) ([]byte, error) {
 		width, height, width, height, fontFamily)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
 	title := "make bench: heatsible instantiate-end against the sequential baseline"
+	shown := drawn(res.Rows, wallSeries)
+	if len(shown) > len(wallSeries)-1 {
+		title += " and Tacker's driver"
+	}
 	if res.NFSCommonPurged {
 		title += " (nfs-common to install)"
 	}
@@ -188,7 +199,7 @@ func Render(res Results) ([]byte, error) {
 	xs := xTicks(res.Rows)
 	panel(&b, leftA, "wall time, s", "N workers", res.Rows, xs, wallSeries)
 	panel(&b, leftB, "CPU seconds, whole machine (bench/cpu.py)", "N workers", res.Rows, xs, cpuSeries)
-	legend(&b, leftA, legendTop, wallSeries)
+	lines := legend(&b, leftA, legendTop, shown)
 	// bed.sh's verdict on each target, as it wrote it (sorted: the same input draws the same file)
 	keys := make([]string, 0, len(res.Targets))
 	for k := range res.Targets {
@@ -197,7 +208,7 @@ func Render(res Results) ([]byte, error) {
 	sort.Strings(keys)
 	for i, k := range keys {
 		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" fill="#333333">%s: %s</text>`+"\n",
-			leftA-40, legendTop+26+16*i, esc(targetName(k)), esc(res.Targets[k]))
+			leftA-40, legendTop+26+16*(lines-1)+16*i, esc(targetName(k)), esc(res.Targets[k]))
 	}
 	b.WriteString("</svg>\n")
 	return b.Bytes(), nil
@@ -323,15 +334,37 @@ func marker(s series, x, y float64) string {
 		return fmt.Sprintf(`<circle cx="%.1f" cy="%.1f" r="4" fill="%s"/>`, x, y, s.color)
 	case "square":
 		return fmt.Sprintf(`<rect x="%.1f" y="%.1f" width="8" height="8" fill="#ffffff" stroke="%s" stroke-width="2"/>`, x-4, y-4, s.color)
+	case "diamond":
+		return fmt.Sprintf(`<polygon points="%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="%s"/>`, x, y-6, x+5, y, x, y+6, x-5, y, s.color)
 	case "triangle":
 		return fmt.Sprintf(`<polygon points="%.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="%s"/>`, x, y-5, x-5, y+4, x+5, y+4, s.color)
 	}
 	return ""
 }
 
-func legend(b *bytes.Buffer, left, top int, ss []series) {
-	x := left
+// drawn is ss without the optional series that no row has a value for.
+func drawn(rows []Row, ss []series) []series {
+	var out []series
 	for _, s := range ss {
+		keep := !s.optional
+		for _, r := range rows {
+			keep = keep || s.value(r) != nil
+		}
+		if keep {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// legend draws one entry per series, on as many lines as the width needs;
+// it returns the number of lines.
+func legend(b *bytes.Buffer, left, top int, ss []series) int {
+	x, lines := left, 1
+	for _, s := range ss {
+		if w := 36 + 7*len(s.name); x > left && x+w > width-10 {
+			x, top, lines = left, top+18, lines+1
+		}
 		dash := ""
 		if s.dash != "" {
 			dash = fmt.Sprintf(` stroke-dasharray="%s"`, s.dash)
@@ -343,6 +376,7 @@ func legend(b *bytes.Buffer, left, top int, ss []series) {
 		fmt.Fprintf(b, `<text x="%d" y="%d">%s</text>`+"\n", x+36, top+4, esc(s.name))
 		x += 36 + 7*len(s.name) + 24
 	}
+	return lines
 }
 
 // niceAxis returns a tick step and the axis top (a multiple of the step,

@@ -158,3 +158,52 @@ func TestNiceAxis(t *testing.T) {
 		}
 	}
 }
+
+// Tacker's sample driver (bed.sh with TACKER_SRC) gets a line in both panels
+// and a legend entry; a series without it has neither (the golden files).
+func TestTackerSeries(t *testing.T) {
+	in := `{"rows": [
+		{"workers": 2, "heatsible_first_s": 8.5, "heatsible_rerun_s": 4, "baseline_s": 4.5, "floor_s": 0.8,
+		 "tacker_s": 12.1, "cpu_first_total": 8.8, "cpu_baseline_total": 2.9, "cpu_tacker_total": 6.5},
+		{"workers": 8, "heatsible_first_s": 9.2, "heatsible_rerun_s": 4.2, "baseline_s": 6.8, "floor_s": 1.1,
+		 "tacker_s": 30.4, "cpu_first_total": 10.6, "cpu_baseline_total": 4.9, "cpu_tacker_total": 12}],
+		"targets": {"cpu_8_le_1_0_baseline": "NOT met"}}`
+	res, err := decode(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Render(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wellFormed(t, got)
+	lines := regexp.MustCompile(`<polyline points="([^"]*)"[^>]*><title>Tacker&#39;s sample driver</title>`).FindAllSubmatch(got, -1)
+	if len(lines) != 2 {
+		t.Fatalf("Tacker's lines: %d, want 2 (wall time and CPU)\n%s", len(lines), got)
+	}
+	if pts := strings.Fields(string(lines[0][1])); len(pts) != 2 {
+		t.Errorf("Tacker's wall-time points: %q, want 2", pts)
+	}
+	for _, w := range []string{"and Tacker&#39;s driver</text>", `>Tacker&#39;s sample driver</text>`} {
+		if !bytes.Contains(got, []byte(w)) {
+			t.Errorf("the SVG lacks %q", w)
+		}
+	}
+	// the fifth legend entry does not fit beside the others: a second line, and the
+	// targets below it
+	y := regexp.MustCompile(`<text x="\d+" y="(\d+)">Tacker&#39;s sample driver</text>`).FindSubmatch(got)
+	if y == nil || string(y[1]) != "432" {
+		t.Errorf("Tacker's legend entry: %q, want on the second legend line (y=432)", y)
+	}
+	if !bytes.Contains(got, []byte(`y="452" font-size="11" fill="#333333">N = 8, CPU`)) {
+		t.Errorf("the target's line is not below the legend's second line:\n%s", got)
+	}
+
+	res, err = decode(strings.NewReader(`{"rows": [{"workers": 2, "heatsible_first_s": 8.5, "baseline_s": 4.5}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = Render(res); bytes.Contains(got, []byte("Tacker")) {
+		t.Errorf("no Tacker figures, yet the SVG names Tacker")
+	}
+}
