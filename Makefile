@@ -14,7 +14,7 @@ help:
 	@echo "make unit           unit tests only (no test bed)"
 	@echo "make e2e-repeat TEST=TestX N=10   one end-to-end test N times in a row on the running bed (flake hunting)"
 	@echo "make lint           gofmt, go vet, ansible-lint, shellcheck"
-	@echo "make bench          heatsible against the sequential baseline on the test bed, N = BENCH_SIZES (default 2 8 16 32 64)"
+	@echo "make bench          heatsible against the sequential baseline on the test bed, N = BENCH_SIZES (default 2 8 16 32 64); TACKER_SRC=DIR adds Tacker's sample driver"
 	@echo "make bench-plot     redraw bench/results.svg from bench/results.json"
 	@echo "make bench-agent    heatsible's own overhead on a synthetic 500-node cluster (no hosts)"
 	@echo "make testbed-up|testbed-down|testbed-status|testbed-smoke   the local test bed (docs/testbed.md)"
@@ -63,7 +63,9 @@ bench-agent:
 
 # heatsible vs the sequential baseline on the test bed (after make testbed-up),
 # N workers in BENCH_SIZES (default "2 8 16 32 64"; the bed reshapes to each);
-# writes bench/results.{md,csv,json,svg}.
+# writes bench/results.{md,csv,json,svg}. With TACKER_SRC (an unpacked Tacker
+# source of the bed's Tacker version; never committed), Tacker's own sample
+# driver's storage steps too (bench/tacker_driver.py): one more column.
 bench: build
 	HEATSIBLE=$(CURDIR)/$(BIN) GO=$(GO) bench/bed.sh
 
