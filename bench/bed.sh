@@ -382,7 +382,7 @@ md = ["# make bench: results%s" % ((" (" + label + ")") if suffix else ""), "",
             "`apt-get update` on every host, every time.", ""] if has_tk else []) + [
       "Shared machine: other jobs (builds, tests of other sessions) may have run at the same time; the 1-minute",
       "load average before and after each measurement, and what a page fault cost just before it, are in the",
-      "last two columns (%s-%s us and load %s-%s in this series). On %s cores, everything (the Ansible host," % (
+      "last columns (%s-%s us and load %s-%s in this series). On %s cores, everything (the Ansible host," % (
           fmt(doc["page_fault_us_range"] and doc["page_fault_us_range"][0]), fmt(doc["page_fault_us_range"] and doc["page_fault_us_range"][1]),
           fmt(doc["load_range"] and doc["load_range"][0]), fmt(doc["load_range"] and doc["load_range"][1]), cpus),
       "every bed host, Kubernetes, Heat) competes for the same CPUs. Single runs, wall clock.", "",
