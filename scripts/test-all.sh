@@ -44,6 +44,9 @@ if [ "${BED_TACKER:-1}" != 0 ]; then
   (cd contrib/tacker && PYTHONDONTWRITEBYTECODE=1 "$tacker_py" -W ignore -m unittest -q test_real_tacker)
 fi
 
+phase "contrib: the Tacker v2 script (Tacker's own v2 code around it, a fake heatsible)"
+scripts/test-tacker-v2.sh
+
 phase "test bed smoke test"
 testbed/smoke/smoke.sh
 
