@@ -23,6 +23,10 @@ if [ -z "$venv" ] || [ ! -f "$venv/.complete" ]; then
 fi
 cd "$root/contrib/tacker"
 export PYTHONDONTWRITEBYTECODE=1
+# the hooks against the real binary too, when it is built (make build)
+if [ -z "${HEATSIBLE_REAL_BIN:-}" ] && [ -x "$root/bin/heatsible" ]; then
+  export HEATSIBLE_REAL_BIN=$root/bin/heatsible
+fi
 if [ -n "$venv" ] && [ -x "$venv/bin/python" ]; then
   echo "test_v2: with Tacker's venv $venv ($("$venv/bin/python" -c 'import importlib.metadata as m; print("tacker", m.version("tacker"))'))"
   exec "$venv/bin/python" -m unittest -v test_v2

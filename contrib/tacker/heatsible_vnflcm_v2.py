@@ -274,8 +274,8 @@ class Script(object):
         raise Failure(
             'heatsible %s: request.additionalParams.'
             'k8s_cluster_installation_param is missing: the v2 API of '
-            'Tacker keeps no instantiation parameters, so each heal, scale and '
-            'terminate request carries the ones the VNF was instantiated '
+            'Tacker keeps no instantiation parameters, so each heal, scale '
+            'and terminate request carries the ones the VNF was instantiated '
             'with (e.g. --additional-param-file FILE with '
             '{"k8s_cluster_installation_param": {...}}). Refused, nothing '
             'was run or changed' % self.operation, EXIT_INVALID)
@@ -793,8 +793,8 @@ class Script(object):
             raise Failure(
                 'heatsible heal_end: heal_start left no record of the VNFCs '
                 'it prepared (user_script_err_handling_data.%s): declare '
-                'heal_start beside heal_end in the Vnflcm interface of the VNFD'
-                % HEAL_RECORD, EXIT_INVALID)
+                'heal_start beside heal_end in the Vnflcm interface of the '
+                'VNFD' % HEAL_RECORD, EXIT_INVALID)
         self._heal_runs('heal-end', bool(rec.get('storage_server')),
                         list(rec.get('nodes') or []), k8s)
 
@@ -847,8 +847,9 @@ class Script(object):
             self.err_data_changed = True
             return
         if kind != 'SCALE_IN':
-            raise Failure('heatsible scale_start: request.type "%s" is neither '
-                          'SCALE_IN nor SCALE_OUT' % (kind,), EXIT_INVALID)
+            raise Failure('heatsible scale_start: request.type "%s" is '
+                          'neither SCALE_IN nor SCALE_OUT' % (kind,),
+                          EXIT_INVALID)
         removed = self._scale_vdus(
             self.grant_req.get('removeResources') or [], k8s)
         if not removed:
@@ -857,8 +858,8 @@ class Script(object):
                            for r in removed])
         if len(victims) != len(removed):
             raise Failure(
-                'heatsible scale_start: the grant of Tacker names %d workers to '
-                'remove but only %d server ids: nothing was run, and Heat '
+                'heatsible scale_start: the grant of Tacker names %d workers '
+                'to remove but only %d server ids: nothing was run, and Heat '
                 'must not remove workers heatsible did not drain' % (
                     len(removed), len(victims)), EXIT_INVALID)
         self._run('scale-start', ['--nodes', ','.join(victims)], k8s)
