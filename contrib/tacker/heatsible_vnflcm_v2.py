@@ -736,7 +736,9 @@ class Script(object):
     def heal_start(self):
         k8s = self._k8s()
         ids = self.req.get('vnfcInstanceId')
-        all_ = self._additional_params().get('all', False) is True
+        # Python truth, as Tacker tests it (heal_grant, Openstack.heal):
+        # the JSON string "false" re-creates the volume too
+        all_ = bool(self._additional_params().get('all', False))
         if not ids:
             if all_:
                 self._refuse_whole_vnf_recreate(k8s)
@@ -761,18 +763,43 @@ class Script(object):
                           'node': ref})
         if storage is not None and all_:
             self._refuse_storage_recreate(storage, k8s)
+        release = self._delete_released() if storage is not None else False
         seen = set()
         nodes = [n for n in nodes
                  if not (n['node'] in seen or seen.add(n['node']))]
         self.err_data[HEAL_RECORD] = {'storage_server': storage is not None,
                                       'nodes': nodes}
         self.err_data_changed = True
-        self._heal_runs('heal-start', storage is not None, nodes, k8s)
+        self._heal_runs('heal-start', storage is not None, nodes, k8s,
+                        release)
 
-    def _heal_runs(self, operation, storage, nodes, k8s):
+    def _delete_released(self):
+        """additionalParams.heatsible_delete_released (as the v1 shim).
+
+        JSON true: the operator acknowledges the Released PVs (Retain PVs
+        whose claim was deleted), which heal-start of the storage server
+        then unregisters too (--delete-released; their data stays on the
+        export). Anything but a JSON boolean is refused.
+        """
+        ap = self._additional_params()
+        if 'heatsible_delete_released' not in ap:
+            return False
+        v = ap['heatsible_delete_released']
+        if not isinstance(v, bool):
+            raise Failure(
+                'heatsible heal_start: additionalParams.heatsible_delete_'
+                'released is %s: want a JSON boolean (true acknowledges the '
+                'Released PVs, which heal_start of the storage server then '
+                'unregisters); nothing was run' % json.dumps(v),
+                EXIT_INVALID)
+        return v
+
+    def _heal_runs(self, operation, storage, nodes, k8s, release=False):
         """The storage server first (a Bound PV stops the heal before any
         node is drained), then one run per node; the first failure stops."""
-        targets = ([['--storage-server']] if storage else []) + [
+        storage_target = ['--storage-server'] + (
+            ['--delete-released'] if release else [])
+        targets = ([storage_target] if storage else []) + [
             ['--node', n['node']] for n in nodes]
         for n, target in enumerate(targets, 1):
             note = ''

@@ -579,6 +579,47 @@ class HealTest(V2Base):
         # nothing marked, nothing re-created: Tacker stops at heal_start
         self.assertEqual(self.heat.deleted_volumes, [])
 
+    def test_all_as_any_true_value_is_refused_as_tacker_reads_it(self):
+        # Tacker: req.additionalParams.get('all', False), Python truth
+        self.instantiate()
+        storage = self.vnfcs('storage_server')[0]
+        for value in ('false', 1, ['x']):
+            req, grant_req, grant = self.heal(self.heal_body([storage],
+                                                             all=value))
+            self.assertIn('STORAGE', [r.type for r in
+                                      grant_req.removeResources])
+            self.assertFails('heal_start', req, grant_req, grant)
+        req, grant_req, grant = self.heal({'additionalParams':
+                                           dict(params(), all='no')})
+        self.assertFails('heal_start', req, grant_req, grant)
+        self.assertEqual(self.calls(), [])
+
+    def test_released_pvs_acknowledged_by_the_request(self):
+        self.instantiate()
+        storage = self.vnfcs('storage_server')[0]
+        worker = self.vnfcs('workerNode')[0]
+        req, grant_req, grant = self.heal(self.heal_body(
+            [storage, worker], heatsible_delete_released=True))
+        data = self.hook('heal_start', req, grant_req, grant)
+        self.infra('heal', req, grant_req, grant)
+        self.hook('heal_end', req, grant_req, grant, data)
+        self.assertEqual([a[:3] for a in self.argvs()], [
+            ['heal-start', '--storage-server', '--delete-released'],
+            ['heal-start', '--node', v2._stack_uuid(
+                worker.metadata['stack_id'])],
+            ['heal-end', '--storage-server', '--request'],
+            ['heal-end', '--node', v2._stack_uuid(
+                worker.metadata['stack_id'])]])
+
+    def test_released_pvs_acknowledged_only_by_a_json_boolean(self):
+        self.instantiate()
+        storage = self.vnfcs('storage_server')[0]
+        req, grant_req, grant = self.heal(self.heal_body(
+            [storage], heatsible_delete_released='true'))
+        msg = self.assertFails('heal_start', req, grant_req, grant)
+        self.assertIn('want a JSON boolean', msg)
+        self.assertEqual(self.calls(), [])
+
     def test_all_true_refused_also_when_workers_come_with_it(self):
         self.instantiate()
         vnfcs = self.vnfcs('workerNode')[:1] + self.vnfcs('storage_server')
