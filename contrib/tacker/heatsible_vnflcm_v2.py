@@ -31,7 +31,8 @@ dict) and fails the operation with this script's stderr when it exits
 non-zero. This script therefore never writes anything but that pickle to
 stdout.
 
-What it does, per operation (docs/hooks.md has heatsible's side):
+What it does, per operation (docs/tacker-v2.md in the heatsible
+repository has the long form, docs/hooks.md heatsible's side):
 
   instantiate_start   checks only: k8s_cluster_installation_param present,
                       `heatsible validate`, the vimConnectionInfo key free
@@ -44,7 +45,10 @@ What it does, per operation (docs/hooks.md has heatsible's side):
                         (Tacker deletes and re-creates the stack and the
                         storage server's volume with it)
                       vnfcInstanceId (SOL002): the storage server first,
-                        heal-... --storage-server; each master or worker
+                        heal-... --storage-server (heal-start with
+                        --delete-released when additionalParams.
+                        heatsible_delete_released is JSON true); each
+                        master or worker
                         heal-... --node <its member stack id>, one run
                         each; with all=true refused at heal_start when the
                         storage server is a target (its volume would be
