@@ -30,7 +30,6 @@ import json
 import os
 import pickle
 import shutil
-import subprocess
 import sys
 import tempfile
 import unittest
