@@ -911,6 +911,12 @@ class PackageTest(V2Base):
         self.addCleanup(setattr, logging, 'raiseExceptions', raise_exc)
         tosca = ToscaTemplate(zip_path, None, True,
                               local_defs=toscautils.tosca_tmpl_local_defs())
+        # tosca-parser leaves the zip extracted in a temporary directory
+        extracted = tosca.path[:-len('Definitions/heatsible_pv_top.vnfd'
+                                     '.yaml')]
+        self.assertTrue(os.path.isfile(os.path.join(
+            extracted, 'TOSCA-Metadata', 'TOSCA.meta')))
+        self.addCleanup(shutil.rmtree, extracted, True)
         vnf, flavours, _ = csar_utils._get_data_from_csar(tosca, None, 'p')
         self.assertEqual(vnf['descriptor_id'], VNFD_ID)
         self.assertEqual([f['flavour_id'] for f in flavours], ['simple'])
