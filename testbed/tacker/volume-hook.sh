@@ -5,7 +5,7 @@
 #   volume-hook.sh attach VOLUME_ID DEVICE SERVER_ID IP[,IP...] STACK   a server created with the volume
 #   volume-hook.sh delete VOLUME_ID STACK                               the volume deleted
 #
-# STACK is the name of the stack holding the server or volume: only Tacker's stacks (vnflcm_<VNF id>) are
+# STACK is the name of the stack holding the server or volume: only Tacker's stacks (v1: vnflcm_<VNF id>, v2: vnf-<VNF id>) are
 # acted on; the bed's own stack (bed) and every other one are left alone.
 #
 # What Nova and Cinder do on a cloud, for the stacks Tacker creates: a volume
@@ -39,7 +39,7 @@ valid_id() { [[ $1 =~ ^[0-9a-f-]{36}$ ]]; }
 case "${1:-}" in
   attach)
     id=$2 ips=${5:-} stack=${6:-}
-    case $stack in vnflcm_*) ;; *) log "$id: stack '$stack' is not Tacker's: nothing to do"; exit 0 ;; esac
+    case $stack in vnflcm_*|vnf-*) ;; *) log "$id: stack '$stack' is not Tacker's: nothing to do"; exit 0 ;; esac
     valid_id "$id" || { log "not a volume id: $id"; exit 2; }
     case ",$ips," in *",$STORAGE_IP,"*) ;; *) log "$id: not attached to the storage host ($ips): nothing to do"; exit 0 ;; esac
     if ours "$id"; then log "$id: the bed's own volume: nothing to do"; exit 0; fi
@@ -55,7 +55,7 @@ case "${1:-}" in
     ;;
   delete)
     id=$2 stack=${3:-}
-    case $stack in vnflcm_*) ;; *) log "$id: stack '$stack' is not Tacker's: nothing to do"; exit 0 ;; esac
+    case $stack in vnflcm_*|vnf-*) ;; *) log "$id: stack '$stack' is not Tacker's: nothing to do"; exit 0 ;; esac
     valid_id "$id" || { log "not a volume id: $id"; exit 2; }
     if ours "$id"; then log "$id: the bed's own volume: nothing to do"; exit 0; fi
     img=$ST/volumes/$id.img

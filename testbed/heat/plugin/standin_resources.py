@@ -195,13 +195,14 @@ def release(key):
             al.save()
 
 
-def _volume_hook(*args):
-    """Run <pools dir>/hooks/volume ARGS if it is there (the bed's volume hook,
-    installed by testbed/tacker/tacker.sh): it gives a volume that Heat
+def _hook(kind, *args):
+    """Run <pools dir>/hooks/KIND ARGS if it is there (the bed's hooks,
+    installed by testbed/tacker/tacker.sh). volume: gives a volume that Heat
     attaches to a bed host a block device there, and takes it away when the
-    volume is deleted, as Nova and Cinder would. A failing hook fails the
-    resource, with its output."""
-    hook = os.path.join(os.path.dirname(_pools_path()), 'hooks', 'volume')
+    volume is deleted, as Nova and Cinder would. server: a server Heat deletes
+    is a VM gone (its host's mounts and join state go). A failing hook fails
+    the resource, with its output."""
+    hook = os.path.join(os.path.dirname(_pools_path()), 'hooks', kind)
     if not os.access(hook, os.X_OK):
         return
     import subprocess
@@ -210,11 +211,15 @@ def _volume_hook(*args):
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              timeout=120, check=False)
     except subprocess.TimeoutExpired:
-        _fail('volume hook %s %s: no answer in 120 s' % (hook, ' '.join(map(str, args))))
+        _fail('%s hook %s %s: no answer in 120 s' % (kind, hook, ' '.join(map(str, args))))
     if out.returncode != 0:
-        _fail('volume hook %s %s failed (exit %d): %s' % (
-            hook, ' '.join(map(str, args)), out.returncode,
+        _fail('%s hook %s %s failed (exit %d): %s' % (
+            kind, hook, ' '.join(map(str, args)), out.returncode,
             out.stdout.decode('utf-8', 'replace')[-2000:]))
+
+
+def _volume_hook(*args):
+    _hook('volume', *args)
 
 
 def floating_for(fixed_ip):
@@ -413,6 +418,8 @@ class Server(_StandIn):
     def _on_create(self):
         self._on_update()
         ips = [lookup(p) or '' for p in self.port_ids()]
+        # kept for the server hook at delete (the ports may be gone by then)
+        self.data_set('ips', ','.join(ips))
         for vid, dev in self.volume_devices():
             _volume_hook('attach', vid, dev, self.resource_id, ','.join(ips),
                          self.stack.name if self.stack else '')
@@ -428,6 +435,15 @@ class Server(_StandIn):
                     vols.append((b['volume_id'], '/dev/' + (b.get('device_name') or 'vdb')))
         self.data_set('ports', json.dumps(ports))
         self.data_set('volumes', json.dumps(vols))
+
+    def handle_delete(self):
+        if self.resource_id:
+            ips = self.data().get('ips')
+            if ips is None:
+                ips = ','.join(lookup(p) or '' for p in self.port_ids())
+            _hook('server', 'delete', self.resource_id, ips,
+                  self.stack.name if self.stack else '')
+        return None
 
     def port_ids(self):
         return json.loads(self.data().get('ports') or '[]')
