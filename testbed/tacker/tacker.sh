@@ -13,6 +13,7 @@
 #   rabbitmq          127.0.0.1:25672 (epmd 127.0.0.1:24369, dist 25673)
 #   tacker-server     http://127.0.0.1:29890  (Keystone service nfv-orchestration)
 #   tacker-conductor  RPC over RabbitMQ; runs heatsible through the shim
+#   glance (stand-in) http://127.0.0.1:29292  (Keystone service image; glance/bed_glance.py)
 #
 # Needs heat.sh up (MariaDB, Keystone, Heat). State: testbed/run/tacker/
 # (etc/, logs/, pids/, state/, secrets, conductor.env, env). The venv:
@@ -31,6 +32,8 @@ TACKER_PORT=${TACKER_API_PORT:-29890}
 RABBIT_PORT=${TACKER_RABBIT_PORT:-25672}
 RABBIT_DIST_PORT=$((RABBIT_PORT + 1))
 EPMD_PORT=${TACKER_EPMD_PORT:-24369}
+GLANCE_PORT=${TACKER_GLANCE_PORT:-29292}
+GLANCE_URL=http://127.0.0.1:$GLANCE_PORT
 TACKER_URL=http://127.0.0.1:$TACKER_PORT
 DB_PORT=${HEAT_DB_PORT:-25306}
 KS_URL=http://127.0.0.1:${HEAT_KS_PORT:-25000}
@@ -270,6 +273,7 @@ bed_hooks() {
 EOF
   mv "$HEAT_RUN/pools.d/tacker.json.tmp" "$HEAT_RUN/pools.d/tacker.json"
   ln -sfn "$HERE/volume-hook.sh" "$HEAT_RUN/hooks/volume"
+  ln -sfn "$HERE/server-hook.sh" "$HEAT_RUN/hooks/server"
   { echo "TACKER_NET_MASTER=$NET_MASTER"; echo "TACKER_NET_WORKER=$NET_WORKER"
     echo "TACKER_NET_STORAGE=$NET_STORAGE"; echo "TACKER_NET_LB=$NET_LB"; } >> "$RUN/env"
 }
@@ -279,6 +283,8 @@ layout_ok() { [ "$(cat "$PIDS/$1.layout" 2>/dev/null)" = "$CONF_LAYOUT" ]; }
 rabbit_ok() { alive "$PIDS/rabbitmq.pid" && port_open "$RABBIT_PORT"; }
 server_ok() { alive "$PIDS/tacker-server.pid" && curl -sf -m 5 "$TACKER_URL/" >/dev/null 2>&1; }
 conductor_ok() { alive "$PIDS/tacker-conductor.pid"; }
+glance_ok() { alive "$PIDS/glance.pid" && curl -sf -m 5 "$GLANCE_URL/versions" >/dev/null 2>&1; }
+hooks_ok() { [ "$(readlink "$HEAT_RUN/hooks/volume" 2>/dev/null)" = "$HERE/volume-hook.sh" ] && [ "$(readlink "$HEAT_RUN/hooks/server" 2>/dev/null)" = "$HERE/server-hook.sh" ]; }
 db_ok() { mariadb --socket="$HEAT_RUN/mysqld.sock" -uroot -N -e 'SHOW TABLES IN tacker LIKE "vnf_instances"' 2>/dev/null | grep -q vnf_instances; }
 
 rabbit_env() {
@@ -329,7 +335,7 @@ EOF
 }
 
 register_keystone() {
-  OS_AUTH_URL=$KS_URL/v3 ADMIN_PASS=$ADMIN_PASS SERVICE_PASS=$TACKER_SERVICE_PASS TACKER_URL=$TACKER_URL \
+  OS_AUTH_URL=$KS_URL/v3 ADMIN_PASS=$ADMIN_PASS SERVICE_PASS=$TACKER_SERVICE_PASS TACKER_URL=$TACKER_URL GLANCE_URL=$GLANCE_URL \
     "$VENV/bin/python" - > "$LOGS/keystone-register.log" 2>&1 <<'EOF' || die "registering tacker in keystone failed, see $LOGS/keystone-register.log"
 import os
 from keystoneauth1.identity import v3
@@ -347,14 +353,18 @@ user = one(ks.users.list(name="tacker", domain="default")) or ks.users.create("t
 ks.users.update(user, password=pw)
 ks.roles.grant(admin_role, user=user, project=service)
 svc = one(ks.services.list(type="nfv-orchestration")) or ks.services.create("tacker", type="nfv-orchestration")
-url = os.environ["TACKER_URL"] + "/"
-eps = ks.endpoints.list(service=svc)
-if [e.url for e in eps] != [url] * 3:
-    for e in eps:
-        ks.endpoints.delete(e)
-    for iface in ("public", "internal", "admin"):
-        ks.endpoints.create(svc, url, interface=iface, region="RegionOne")
-print("keystone: tacker user, service nfv-orchestration and endpoints registered")
+def endpoints(svc, url):
+    eps = ks.endpoints.list(service=svc)
+    if [e.url for e in eps] != [url] * 3:
+        for e in eps:
+            ks.endpoints.delete(e)
+        for iface in ("public", "internal", "admin"):
+            ks.endpoints.create(svc, url, interface=iface, region="RegionOne")
+endpoints(svc, os.environ["TACKER_URL"] + "/")
+# the Glance stand-in (glance/bed_glance.py): Tacker's v2 NFVO lists images at heal and scale-out grants
+img = one(ks.services.list(type="image")) or ks.services.create("glance", type="image")
+endpoints(img, os.environ["GLANCE_URL"])
+print("keystone: tacker user, services nfv-orchestration and image (the Glance stand-in) and their endpoints registered")
 EOF
 }
 
@@ -388,6 +398,18 @@ conductor_ready() {
   ( rabbit_env "$ctl" -q list_queues name consumers ) 2>/dev/null | awk '$1 == "TACKER_CONDUCTOR" && $2 > 0 {f=1} END {exit !f}'
 }
 
+# The Glance stand-in (docs/testbed.md): Debian's Python, standard library only.
+start_glance() {
+  stop "$PIDS/glance.pid" glance
+  mkdir -p "$RUN/glance"
+  setsid /usr/bin/python3 "$HERE/glance/bed_glance.py" --port "$GLANCE_PORT" --dir "$RUN/glance" --keystone "$KS_URL" \
+    >> "$LOGS/glance.out" 2>&1 < /dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
+  echo $! > "$PIDS/glance.pid"
+  sha256sum < "$HERE/glance/bed_glance.py" | cut -c1-16 > "$PIDS/glance.sum"
+  wait_for 30 glance_ok || die "the Glance stand-in did not answer on $GLANCE_URL in 30 s, see $LOGS/glance.out"
+}
+glance_current() { [ "$(cat "$PIDS/glance.sum" 2>/dev/null)" = "$(sha256sum < "$HERE/glance/bed_glance.py" | cut -c1-16)" ]; }
+
 vim_ok() {
   [ -f "$RUN/env" ] || return 1
   "$VENV/bin/python" "$HERE/tackerctl.py" vim-check > /dev/null 2>&1
@@ -400,7 +422,7 @@ register_vim() {
 
 rss() {
   local pids=() f p
-  for f in rabbitmq tacker-server tacker-conductor; do
+  for f in rabbitmq tacker-server tacker-conductor glance; do
     if alive "$PIDS/$f.pid"; then
       p=$(cat "$PIDS/$f.pid"); pids+=("$p")
       while read -r c; do [ -n "$c" ] && pids+=("$c"); done < <(pgrep -P "$p" || true)
@@ -423,7 +445,7 @@ do_up() {
   if [ "$SHIM_CHANGED" = 1 ] && alive "$PIDS/tacker-conductor.pid"; then
     log "the shim changed: restarting tacker-conductor"; stop "$PIDS/tacker-conductor.pid" tacker-conductor
   fi
-  if rabbit_ok && server_ok && conductor_ok && db_ok && vim_ok && layout_ok tacker-server && layout_ok tacker-conductor && [ "$(readlink "$HEAT_RUN/hooks/volume" 2>/dev/null)" = "$HERE/volume-hook.sh" ]; then
+  if rabbit_ok && server_ok && conductor_ok && db_ok && vim_ok && layout_ok tacker-server && layout_ok tacker-conductor && glance_ok && glance_current && hooks_ok; then
     log "already up (healthy): no-op"; return 0
   fi
   write_configs
@@ -435,6 +457,7 @@ do_up() {
   if ! rabbit_ok; then
     t=$(now); stop "$PIDS/tacker-conductor.pid" tacker-conductor; start_rabbit; log "rabbitmq ready in $(since "$t")s"
   fi
+  if ! glance_ok || ! glance_current; then t=$(now); start_glance; log "the Glance stand-in ready in $(since "$t")s"; fi
   t=$(now); register_keystone; log "keystone registration in $(since "$t")s"
   if [ $fresh = 1 ] || ! server_ok || ! layout_ok tacker-server; then t=$(now); start_server; log "tacker-server ready in $(since "$t")s"; fi
   if [ $fresh = 1 ] || ! conductor_ready || ! layout_ok tacker-conductor; then t=$(now); start_conductor; log "tacker-conductor ready in $(since "$t")s"; fi
@@ -448,12 +471,14 @@ do_down() {
   stop "$PIDS/tacker-conductor.pid" tacker-conductor
   stop "$PIDS/tacker-server.pid" tacker-server
   stop_rabbit
+  stop "$PIDS/glance.pid" glance
   if [ -S "$HEAT_RUN/mysqld.sock" ]; then
     mariadb --socket="$HEAT_RUN/mysqld.sock" -uroot -e 'DROP DATABASE IF EXISTS tacker' 2>/dev/null || true
   fi
   # the DB is recreated at each fresh up; keep secrets, configs and logs
   rm -rf "$STATE" "$RUN/vim-keys" "$RUN/heatsible-state" "$RUN/keymgr" "$RUN/rabbitmq/mnesia"
-  rm -f "$HEAT_RUN/pools.d/tacker.json" "$HEAT_RUN/hooks/volume"
+  rm -f "$HEAT_RUN/pools.d/tacker.json" "$HEAT_RUN/hooks/volume" "$HEAT_RUN/hooks/server"
+  rm -rf "$RUN/glance"
   log "down"
 }
 
@@ -462,6 +487,7 @@ do_status() {
   if rabbit_ok; then echo "rabbitmq          up   127.0.0.1:$RABBIT_PORT (pid $(cat "$PIDS/rabbitmq.pid"))"; else echo "rabbitmq          down"; rc=1; fi
   if server_ok; then echo "tacker-server     up   $TACKER_URL (pid $(cat "$PIDS/tacker-server.pid"))"; else echo "tacker-server     down"; rc=1; fi
   if alive "$PIDS/tacker-conductor.pid"; then echo "tacker-conductor  up   (pid $(cat "$PIDS/tacker-conductor.pid"))"; else echo "tacker-conductor  down"; rc=1; fi
+  if glance_ok; then echo "glance stand-in   up   $GLANCE_URL (pid $(cat "$PIDS/glance.pid"), $(wc -l < "$RUN/glance/calls.log" 2>/dev/null || echo 0) calls)"; else echo "glance stand-in   down"; rc=1; fi
   if [ $rc = 0 ]; then
     if vim_ok; then echo "default VIM       $("$VENV/bin/python" "$HERE/tackerctl.py" vim-check 2>/dev/null)"; else echo "default VIM       none"; rc=1; fi
   fi
