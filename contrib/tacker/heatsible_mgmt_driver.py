@@ -104,7 +104,8 @@ and node heals through a real Tacker are not checked yet):
   cluster is saved with ``heatsible topology --save`` at terminate_start.
   Disproved for the rollback of an instantiation (Tacker 16.0.0): the stack
   is deleted, terminate_start is not called and instance_id is still set;
-  terminate_end then tolerates heatsible's exit code 5 (stack unreadable).
+  terminate_end then tolerates heatsible's exit code 5 (stack unreadable)
+  and 2 (the request that failed the instantiation, refused again).
 * Heal of a VNFC replaces its volumes too unless Tacker is told otherwise
   ([vnf_lcm] heal_vnfc_block_storage, additionalParams
   tacker_extension_heal_include_block_storage; always before Tacker 14):
@@ -801,10 +802,14 @@ class HeatsibleMgmtDriver(_Base):
                 code, EXIT_MEANING.get(code, 'unknown exit code'))
         msg = error.get('error') or (proc.stderr or '').strip()[-2000:] \
             or 'no error message'
-        problems = error.get('problems') or []
+        # heatsible's error lists its problems already (path: message);
+        # only those it does not are added (Tacker showed each one twice)
+        problems = ['%s: %s' % (p.get('path'), p.get('message'))
+                    for p in (error.get('problems') or [])
+                    if isinstance(p, dict)]
+        problems = [p for p in problems if p not in msg]
         if problems:
-            msg += '; ' + '; '.join(
-                '%s: %s' % (p.get('path'), p.get('message')) for p in problems)
+            msg += '; ' + '; '.join(problems)
         LOG.error('heatsible %s failed (%s): %s', operation, code_text, msg)
         _raise('heatsible %s failed (%s): %s' % (operation, code_text, msg),
                code, result, error)
@@ -1097,17 +1102,23 @@ class HeatsibleMgmtDriver(_Base):
         # At the rollback of an instantiation Tacker deletes the stack and
         # calls terminate_end without terminate_start, instance_id still
         # set (seen on Tacker 16.0.0): the stack cannot be read any more
-        # (exit code 5). That must not fail the rollback: said, not raised.
-        tolerate = (EXIT_OPENSTACK,) if source[0] == '--stack' else ()
+        # (exit code 5), and when the instantiation failed because
+        # heatsible refused its request (exit code 2), the same request is
+        # refused again here (seen on the bed: the rollback ended
+        # FAILED_TEMP, and an operator cannot change the parameters of a
+        # v1 instantiation). Neither must fail the rollback: said, not
+        # raised.
+        tolerate = ((EXIT_OPENSTACK, EXIT_INVALID) if source[0] == '--stack'
+                    else ())
         result = self._run('terminate-end', [], params, source,
                            self._package_dir(context, vnf_instance, kwargs),
                            tolerate=tolerate)
         if result is None:
             LOG.error(
                 'heatsible: terminate_end: no topology saved by '
-                'terminate_start (%s) and the Heat stack is gone (as at the '
-                'rollback of an instantiation): terminate-end could not '
-                'run. Left behind: staging directories on the Ansible host '
+                'terminate_start (%s), and the Heat stack is gone or the '
+                'request is refused (as at the rollback of an '
+                'instantiation): terminate-end could not run. Left behind: staging directories on the Ansible host '
                 '(~/.heatsible/runs/), the kubespray inventory heatsible '
                 'wrote, the cluster lock file in heatsible\'s state '
                 'directory.', path)

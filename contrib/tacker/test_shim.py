@@ -88,6 +88,20 @@ class ShimTest(FakeHeatsibleCase):
             self.instantiate()
         self.assertIn('additionalParams.x: bad', str(cm.exception))
 
+    def test_problems_in_the_error_are_said_once(self):
+        # heatsible's error lists every problem already (seen twice in the
+        # error detail of Tacker 16 on the bed)
+        line = 'additionalParams.x: "10.0.0.0/33" is not an IP address'
+        self.fake(2, stderr={
+            'ok': False, 'exit_code': 2, 'error': line + ' (log: /r)',
+            'problems': [{'path': 'additionalParams.x',
+                          'message': '"10.0.0.0/33" is not an IP address'},
+                         {'path': 'additionalParams.y', 'message': 'new'}]})
+        with self.assertRaises(shim.HeatsibleError) as cm:
+            self.instantiate()
+        self.assertEqual(str(cm.exception).count(line), 1)
+        self.assertIn('additionalParams.y: new', str(cm.exception))
+
     def test_task_failure_keeps_the_recap(self):
         recap = {'ok': False, 'exit_code': 4, 'record': '/r',
                  'recap': {'storage-server': {'failed': 1}}}
@@ -500,6 +514,24 @@ class ShimTest(FakeHeatsibleCase):
             self.driver.terminate_end(CONTEXT, vnf_instance(), Obj(),
                                       None, None)
         self.assertEqual(cm.exception.exit_code, 3)
+
+    def test_rollback_terminate_end_of_a_refused_request(self):
+        # the instantiation failed because heatsible refused the request
+        # (exit 2); Tacker's rollback runs terminate_end with the same
+        # request: refused again, which must not fail the rollback (seen
+        # on the bed's Tacker 16: the rollback ended FAILED_TEMP)
+        self.fake(2, stderr={'ok': False, 'exit_code': 2,
+                             'error': 'additionalParams.x: bad'})
+        self.assertIsNone(self.driver.terminate_end(
+            CONTEXT, vnf_instance(), Obj(), None, None))
+        # a real terminate (topology saved) still fails on it
+        os.makedirs(os.path.dirname(self.topology_file()), exist_ok=True)
+        with open(self.topology_file(), 'w') as f:
+            f.write('{}')
+        with self.assertRaises(shim.HeatsibleError) as cm:
+            self.driver.terminate_end(CONTEXT, vnf_instance(), Obj(),
+                                      None, None)
+        self.assertEqual(cm.exception.exit_code, 2)
 
     def test_terminate_without_a_saved_topology(self):
         # terminate_start failed (Heat unreadable): logged, not raised, no
