@@ -492,11 +492,14 @@ class Script(object):
                 code, EXIT_MEANING.get(code, 'unknown exit code'))
         msg = error.get('error') or (proc.stderr or '').strip()[-2000:] \
             or 'no error message'
-        problems = error.get('problems') or []
+        # heatsible's error lists its problems already (path: message);
+        # only those it does not are added (Tacker showed each one twice)
+        problems = ['%s: %s' % (p.get('path'), p.get('message'))
+                    for p in (error.get('problems') or [])
+                    if isinstance(p, dict)]
+        problems = [p for p in problems if p not in msg]
         if problems:
-            msg += '; ' + '; '.join(
-                '%s: %s' % (p.get('path'), p.get('message'))
-                for p in problems if isinstance(p, dict))
+            msg += '; ' + '; '.join(problems)
         raise Failure('heatsible %s failed (%s): %s' % (label, code_text,
                                                         msg), code)
 

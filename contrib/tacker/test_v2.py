@@ -445,6 +445,19 @@ class InstantiateTest(V2Base):
         self.assertIn('exit code 2', msg)
         self.assertIn('nfs_server_setup_params[0].export_to', msg)
 
+    def test_problems_in_the_error_are_said_once(self):
+        line = ('additionalParams.k8s_cluster_installation_param.storage_'
+                'server.nfs_server_setup_params[0].export_to: "10.10.0.0/33" '
+                'is not an IP address')
+        os.environ['FAKE_RC'] = '2'
+        os.environ['FAKE_STDERR'] = json.dumps({
+            'ok': False, 'exit_code': 2, 'error': line,
+            'problems': [{'path': line.split(': ')[0],
+                          'message': line.split(': ', 1)[1]}]})
+        req, grant_req, grant = self.instantiated()
+        msg = self.assertFails('instantiate_start', req, grant_req, grant)
+        self.assertEqual(msg.count('is not an IP address'), 1)
+
     def test_failure_reaches_tacker_with_heatsibles_message_only(self):
         os.environ['FAKE_RC'] = '4'
         os.environ['FAKE_STDERR'] = json.dumps({
