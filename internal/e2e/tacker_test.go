@@ -255,24 +255,38 @@ func (tk *tackerBed) onboard(t *testing.T, name string) (pkgID, vnfdID string) {
 // re-created, storage with a fresh volume, the PVs gone).
 func (tk *tackerBed) takeBedAddresses(t *testing.T, vnf *string) {
 	t.Helper()
+	tk.takeBedAddressesFor(t, func() { tk.dropInstanceV1(t, *vnf) })
+}
+
+// dropInstanceV1 terminates and deletes a v1 VNF instance (nothing when
+// vnf is ""); for the cleanups: no t.Fatal.
+func (tk *tackerBed) dropInstanceV1(t *testing.T, vnf string) {
+	if vnf == "" {
+		return
+	}
+	tk.rollbackFailedTemp(t, vnf)
+	if out, err := tk.cli("vnflcm", "terminate", "--termination-type", "FORCEFUL", vnf); err != nil {
+		t.Logf("cleanup: terminate %s: %v\n%s", vnf, err, out)
+	}
+	for i := 0; i < 100; i++ {
+		out, _ := tk.cli("vnflcm", "show", vnf, "-f", "value", "-c", "Instantiation State")
+		if strings.TrimSpace(out) == "NOT_INSTANTIATED" {
+			break
+		}
+		time.Sleep(3 * time.Second)
+	}
+	if out, err := tk.cli("vnflcm", "delete", vnf); err != nil {
+		t.Errorf("cleanup: delete %s: %v\n%s", vnf, err, out)
+	}
+}
+
+// takeBedAddressesFor is takeBedAddresses with the instance's own cleanup
+// (dropInstance, run first).
+func (tk *tackerBed) takeBedAddressesFor(t *testing.T, dropInstance func()) {
+	t.Helper()
 	b := tk.b
 	t.Cleanup(func() {
-		if *vnf != "" {
-			tk.rollbackFailedTemp(t, *vnf)
-			if out, err := tk.cli("vnflcm", "terminate", "--termination-type", "FORCEFUL", *vnf); err != nil {
-				t.Logf("cleanup: terminate %s: %v\n%s", *vnf, err, out)
-			}
-			for i := 0; i < 100; i++ {
-				out, _ := tk.cli("vnflcm", "show", *vnf, "-f", "value", "-c", "Instantiation State")
-				if strings.TrimSpace(out) == "NOT_INSTANTIATED" {
-					break
-				}
-				time.Sleep(3 * time.Second)
-			}
-			if out, err := tk.cli("vnflcm", "delete", *vnf); err != nil {
-				t.Errorf("cleanup: delete %s: %v\n%s", *vnf, err, out)
-			}
-		}
+		dropInstance()
 		for _, pv := range []string{"nfs-pv1", "nfs-pv2"} {
 			b.try("master-0", kubectlArgv("delete", "pv", pv, "--ignore-not-found", "--wait=false")...)
 		}
