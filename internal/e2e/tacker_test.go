@@ -275,8 +275,18 @@ func (tk *tackerBed) dropInstanceV1(t *testing.T, vnf string) {
 		}
 		time.Sleep(3 * time.Second)
 	}
-	if out, err := tk.cli("vnflcm", "delete", vnf); err != nil {
-		t.Errorf("cleanup: delete %s: %v\n%s", vnf, err, out)
+	// NOT_INSTANTIATED comes before the task state is cleared (seen:
+	// "in task_state TERMINATING. Cannot delete")
+	for i := 0; ; i++ {
+		out, err := tk.cli("vnflcm", "delete", vnf)
+		if err == nil {
+			break
+		}
+		if i == 20 || !strings.Contains(out, "task_state") {
+			t.Errorf("cleanup: delete %s: %v\n%s", vnf, err, out)
+			break
+		}
+		time.Sleep(3 * time.Second)
 	}
 }
 
