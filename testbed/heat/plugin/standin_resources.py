@@ -265,7 +265,15 @@ class _StandIn(resource.Resource):
     def handle_create(self):
         self.resource_id_set(str(uuid.uuid4()))
         self.data_set('created_at', _now())
+        # the hooks at delete need the stack's name, and a resource loaded
+        # for its deletion has a stack whose name is '' (seen: every
+        # delete hook was told stack '')
+        self.data_set('stack_name', self.stack.name if self.stack else '')
         self._on_create()
+
+    def _stack_name(self):
+        return self.data().get('stack_name') or (
+            self.stack.name if self.stack else '')
 
     def _on_create(self):
         pass
@@ -442,7 +450,7 @@ class Server(_StandIn):
             if ips is None:
                 ips = ','.join(lookup(p) or '' for p in self.port_ids())
             _hook('server', 'delete', self.resource_id, ips,
-                  self.stack.name if self.stack else '')
+                  self._stack_name())
         return None
 
     def port_ids(self):
@@ -514,8 +522,7 @@ class Volume(_StandIn):
 
     def handle_delete(self):
         if self.resource_id:
-            _volume_hook('delete', self.resource_id,
-                         self.stack.name if self.stack else '')
+            _volume_hook('delete', self.resource_id, self._stack_name())
         return None
 
     def _attachments(self):
