@@ -41,7 +41,7 @@ PY=/usr/bin/python3      # the venv's base: Debian 12's Python 3.11
 TACKER_VERSION=16.0.0
 TACKERCLIENT_VERSION=2.6.0
 VENV_LAYOUT=1            # bump when what goes into the venv changes
-CONF_LAYOUT=2            # bump when tacker.conf or the services' environment change: up restarts them
+CONF_LAYOUT=3            # bump when tacker.conf or the services' environment change: up restarts them
 SHIM_SRC=$ROOT/contrib/tacker
 export DEBIAN_FRONTEND=noninteractive
 export no_proxy=127.0.0.1,localhost NO_PROXY=127.0.0.1,localhost
@@ -213,6 +213,13 @@ filesystem_store_datadir = $STATE/csar_files
 vnf_package_csar_path = $STATE/vnfpackages
 [vnf_lcm]
 endpoint_url = $TACKER_URL/
+# v1's OpenStack infra driver polls Heat every stack_retry_wait seconds
+# (default 10, 60 tries): the bed's stand-in stacks settle in 1-5 s, so each
+# create, update, scale or delete waited up to 10 s for nothing (the e2e
+# tests' measurements, docs/testbed.md). The same 300 s bound, polled every 2 s.
+[openstack_vim]
+stack_retry_wait = 2
+stack_retries = 150
 [oslo_concurrency]
 lock_path = $STATE/lock
 [oslo_messaging_notifications]
