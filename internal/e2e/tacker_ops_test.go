@@ -173,7 +173,12 @@ func TestTackerOperations(t *testing.T) {
 	for _, h := range []string{"worker-0", "worker-1", spare} {
 		b.ensureNFSClient(t, h)
 	}
-	t.Cleanup(func() { b.try(spare, "rm", "-f", "/etc/kubernetes/pki/ca.crt") })
+	workerHosts := map[string]string{"10.231.0.20": "worker-0", "10.231.0.21": "worker-1", spareIP: spare}
+	t.Cleanup(func() {
+		for _, h := range workerHosts {
+			b.try(h, "rm", "-f", "/etc/kubernetes/pki/ca.crt")
+		}
+	})
 	vim := tk.bedVIM(t)
 	_, vnfd := tk.onboard(t, "heatsible_pv")
 	var vnf string
@@ -201,6 +206,11 @@ func TestTackerOperations(t *testing.T) {
 		t.Fatalf("instantiate with a bad export_to ended %s, want FAILED_TEMP with heatsible's exit code 2 naming the field: %s", op.State, op.errorDetail())
 	}
 	tk.noSecretIn(t, "the refused instantiation's error detail", op.errorDetail())
+	// on the hosts: nothing touched (no PV, nothing mounted on storage)
+	checkPVs(t, b, 0, "")
+	if out, _ := b.try("storage", "findmnt", "-rn", "-o", "TARGET", "--target", "/volume"); strings.HasPrefix(strings.TrimSpace(out), "/volume") {
+		t.Errorf("the refused instantiation mounted %s on storage", strings.TrimSpace(out))
+	}
 	op = timed(t, "instantiate, rolled back", func() opOcc {
 		tk.mustCLI(t, "vnflcm", "op", "rollback", op.ID)
 		return tk.waitOpState(t, op.ID, 10*time.Minute, "ROLLED_BACK", "FAILED_TEMP")
@@ -303,27 +313,40 @@ func TestTackerOperations(t *testing.T) {
 	if got := workersOf(left); len(got) != 2 {
 		t.Errorf("Heat's workers after the scale-in: %v, want 2", got)
 	}
+	// Tacker v1 removes the oldest members (by creation time, then by
+	// Heat's random member name): either original worker may go, not
+	// necessarily the one the scale-out added. The next scale-out lands on
+	// the address it freed (the stand-in's pools give the first free one).
+	freedIP, freed := "", ""
 	for _, ip := range []string{"10.231.0.20", "10.231.0.21", spareIP} {
 		_, inHeat := nodeByAddress(left, ip)
 		_, inK8s := b.nodeWithIP(t, ip)
 		if inHeat != inK8s {
 			t.Errorf("after the scale-in, %s: in Heat %v, a Node %v (the removed worker must be neither)", ip, inHeat, inK8s)
 		}
+		if !inHeat {
+			freedIP, freed = ip, workerHosts[ip]
+		}
 	}
+	if freed == "" {
+		t.Fatalf("after the scale-in Heat still has workers at 10.231.0.20, .21 and %s", spareIP)
+	}
+	t.Logf("the scale-in removed %s (%s)", freed, freedIP)
 	if s := tk.show(t, vnf); len(s.vnfcs("workerNode")) != 2 || s.scaleLevel("worker_instance") != 0 {
 		t.Errorf("after the scale-in: %d workers, scale level %d; want 2 and 0", len(s.vnfcs("workerNode")), s.scaleLevel("worker_instance"))
 	}
 	checkPVs(t, b, 2, "Available")
 
-	// 5. Scale-out with a leftover of an old join on the spare host: kubeadm's
+	// 5. Scale-out with a leftover of an old join on the host the scale-out lands on: kubeadm's
 	// preflight refuses, heatsible's exit code 4; rolled back. Tacker 16
 	// keeps the aspect's scale level at what the failed scale-out reached
 	// (seen: 1, with 2 workers): a later scale-out is refused ('can not
 	// scale_out'), so this one comes last.
-	b.exec(t, spare, "sh", "-c", "mkdir -p /etc/kubernetes/pki && echo leftover > /etc/kubernetes/pki/ca.crt")
-	op = timed(t, "scale-out, a join leftover on "+spare, func() opOcc { return scale("SCALE_OUT") })
-	if op.State != "FAILED_TEMP" || !strings.Contains(op.errorDetail(), "exit code 4") {
-		t.Fatalf("scale-out onto a host with a join leftover ended %s, want FAILED_TEMP with heatsible's exit code 4: %s", op.State, op.errorDetail())
+	b.exec(t, freed, "sh", "-c", "mkdir -p /etc/kubernetes/pki && echo leftover > /etc/kubernetes/pki/ca.crt")
+	op = timed(t, "scale-out, a join leftover on "+freed, func() opOcc { return scale("SCALE_OUT") })
+	if op.State != "FAILED_TEMP" || !strings.Contains(op.errorDetail(), "exit code 4") ||
+		!strings.Contains(op.errorDetail(), "kubeadm join failed") || !strings.Contains(op.errorDetail(), "/etc/kubernetes/pki/ca.crt") {
+		t.Fatalf("scale-out onto a host with a join leftover ended %s, want FAILED_TEMP with heatsible's exit code 4 and kubeadm's preflight error (pki/ca.crt): %s", op.State, op.errorDetail())
 	}
 	tk.noSecretIn(t, "the failed scale-out's error detail", op.errorDetail())
 	op = timed(t, "scale-out, rolled back", func() opOcc {
@@ -338,10 +361,10 @@ func TestTackerOperations(t *testing.T) {
 		t.Errorf("after the rolled-back scale-out: %d workers in Tacker's view, want 2", n)
 	}
 	t.Logf("after the rolled-back scale-out Tacker's scale level of worker_instance is %d (2 workers)", s.scaleLevel("worker_instance"))
-	if _, ok := nodeByAddress(tk.stackTopology(t, reqFile, stack), spareIP); ok {
-		t.Errorf("Heat still has a worker at %s after the rollback", spareIP)
+	if _, ok := nodeByAddress(tk.stackTopology(t, reqFile, stack), freedIP); ok {
+		t.Errorf("Heat still has a worker at %s after the rollback", freedIP)
 	}
-	if out, _ := b.try(spare, "ls", "/etc/kubernetes/pki/ca.crt"); strings.TrimSpace(out) != "" {
+	if out, _ := b.try(freed, "ls", "/etc/kubernetes/pki/ca.crt"); strings.TrimSpace(out) != "" {
 		t.Errorf("the removed member's host still has the join leftover (the server hook did not run): %s", out)
 	}
 
