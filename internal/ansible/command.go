@@ -509,7 +509,10 @@ func (w *lineWriter) Close() {
 
 // explainSSH turns ssh's own failure text, which Ansible passes on with its
 // banner, into one line an operator can act on. fallback names the host
-// when the text does not.
+// when the text does not. Any other message becomes one line too: its
+// non-empty lines joined with " | " (a command's first line is often only
+// a heading, e.g. kubeadm's "[preflight] Some fatal errors occurred:",
+// with the error itself on the next line).
 func explainSSH(msg, fallback string) string {
 	switch {
 	case strings.Contains(msg, "REMOTE HOST IDENTIFICATION HAS CHANGED"),
@@ -523,12 +526,13 @@ func explainSSH(msg, fallback string) string {
 		}
 		return fmt.Sprintf("host key of %s could not be verified: it is not in known_hosts; check its fingerprint on the VM's console, then add it to --known-hosts", host)
 	}
+	var lines []string
 	for _, l := range strings.Split(msg, "\n") {
 		if l = strings.TrimSpace(strings.Trim(l, "@\r")); l != "" {
-			return l
+			lines = append(lines, l)
 		}
 	}
-	return ""
+	return strings.Join(lines, " | ")
 }
 
 func firstLine(s string) string {

@@ -165,9 +165,17 @@ func TestExplainSSH(t *testing.T) {
 		{unknown, "host key of 10.0.0.9 could not be verified: it is not in known_hosts"},
 		{"Host key verification failed.", "host key of worker-9 could not be verified"},
 		{"@@@@\r\nssh: connect to host 10.0.0.9 port 22: Connection refused\r\n", "ssh: connect to host 10.0.0.9 port 22: Connection refused"},
+		// kubeadm's preflight: the heading first, the error on the next line
+		// (seen through Tacker on the bed: only the heading was left)
+		{"worker-9: kubeadm join failed (exit 2): error execution phase preflight: [preflight] Some fatal errors occurred:\n\t[ERROR FileAvailable--etc-kubernetes-pki-ca.crt]: /etc/kubernetes/pki/ca.crt already exists\n[preflight] If you know what you are doing, you can make a check non-fatal with `--ignore-preflight-errors=...`",
+			"Some fatal errors occurred: | [ERROR FileAvailable--etc-kubernetes-pki-ca.crt]: /etc/kubernetes/pki/ca.crt already exists | [preflight] If you know"},
 	} {
-		if got := explainSSH(tt.in, "worker-9"); !strings.Contains(got, tt.want) {
+		got := explainSSH(tt.in, "worker-9")
+		if !strings.Contains(got, tt.want) {
 			t.Errorf("explainSSH(%q) = %q, want %q in it", tt.in, got, tt.want)
+		}
+		if strings.ContainsAny(got, "\r\n") {
+			t.Errorf("explainSSH(%q) = %q: more than one line", tt.in, got)
 		}
 	}
 }
