@@ -791,9 +791,12 @@ class HeatsibleMgmtDriver(_Base):
         error = _last_json_object(proc.stderr or '')
         code = proc.returncode
         if code == EXIT_OK:
-            LOG.info('heatsible %s: ok, %s changes on %s hosts (record %s)',
-                     operation, result.get('changed'),
-                     result.get('changed_hosts'), result.get('record'))
+            if 'record' in result:
+                LOG.info('heatsible %s: ok, %s changes on %s hosts '
+                         '(record %s)', operation, result.get('changed'),
+                         result.get('changed_hosts'), result.get('record'))
+            else:  # no Ansible run (topology): no recap to tell
+                LOG.info('heatsible %s: ok', operation)
             return result
         if code < 0:  # killed by a signal
             code_text = 'killed by signal %d' % -code
