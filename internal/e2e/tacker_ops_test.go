@@ -241,6 +241,11 @@ func TestTackerOperations(t *testing.T) {
 	if len(vims) != 1 {
 		t.Fatalf("Kubernetes VIMs after instantiate: %v, want one", vims)
 	}
+	// appended to vimConnectionInfo, after the OpenStack VIM (Tacker takes
+	// the first entry as the VNF's VIM)
+	if c := string(tk.show(t, vnf).VIMs); !strings.Contains(c, vims[0]) || strings.Index(c, vim) > strings.Index(c, vims[0]) {
+		t.Errorf("vimConnectionInfo after instantiate: %s; want the OpenStack VIM %s, then the Kubernetes VIM %s", c, vim, vims[0])
+	}
 
 	// Tacker's kubeadm scripts joined the workers (as its install.sh names
 	// them: worker<last octet>).
@@ -402,6 +407,10 @@ func TestTackerOperations(t *testing.T) {
 	if v := tk.k8sVIMs(t); len(v) != 0 {
 		t.Errorf("Kubernetes VIMs left after terminate: %v", v)
 	}
+	// heatsible runs inside the conductor (--local: the Ansible host is
+	// this machine): of this VNF only its run records stay in the state
+	// directory (no cluster lock, no saved topology)
+	tk.nothingLeftOf(t, vnf)
 	if calls := tk.glanceCalls(t); len(calls) != glanceBefore {
 		t.Errorf("Tacker v1 asked the Glance stand-in: %s", strings.Join(calls[glanceBefore:], "\n"))
 	}
@@ -430,4 +439,40 @@ func (tk *tackerBed) waitOpState(t *testing.T, id string, timeout time.Duration,
 	}
 	t.Fatalf("operation %s did not reach %v within %s", id, states, timeout)
 	return opOcc{}
+}
+
+// nothingLeftOf fails when the conductor's heatsible state directory
+// (conductor.env's HEATSIBLE_STATE_DIR) holds anything of VNF vnf but run
+// records: a cluster lock file, a topology terminate_start saved.
+func (tk *tackerBed) nothingLeftOf(t *testing.T, vnf string) {
+	t.Helper()
+	data, err := os.ReadFile(tk.env["TACKER_CONDUCTOR_ENV"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "HEATSIBLE_STATE_DIR="); ok {
+			dir = v
+		}
+	}
+	if dir == "" {
+		t.Fatalf("%s sets no HEATSIBLE_STATE_DIR", tk.env["TACKER_CONDUCTOR_ENV"])
+	}
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel == "runs" {
+			return filepath.SkipDir
+		}
+		if strings.Contains(d.Name(), vnf) {
+			t.Errorf("left in heatsible's state directory after terminate: %s", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
