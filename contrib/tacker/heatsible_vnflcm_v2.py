@@ -328,13 +328,15 @@ class Script(object):
                 return key, entry
         return None, None
 
-    def _heatsible_env(self):
+    def _heatsible_env(self, heat=True):
         """heatsible's environment: OpenStack credentials from the VIM.
 
         As Tacker reads Heat (heat_utils.HeatClient(vim_info)): the VNF's
         OpenStack VIM of vimConnectionInfo. OS_CACERT and OS_INSECURE of
         the conductor's environment stay (TLS is the conductor's setting,
-        as Tacker's heat_verify_cert/heat_ca_cert_file).
+        as Tacker's heat_verify_cert/heat_ca_cert_file). heat=False: a run
+        that reads no Heat (--topology) gets no credentials at all; Tacker
+        has emptied vimConnectionInfo before terminate_end.
         """
         env = dict(self.env)
         mode = env.get('HEATSIBLE_OS_CREDENTIALS', 'vim')
@@ -343,6 +345,10 @@ class Script(object):
         if mode != 'vim':
             raise Failure('HEATSIBLE_OS_CREDENTIALS="%s" is neither "vim" nor '
                           '"environment"' % mode, EXIT_INVALID)
+        if not heat:
+            for k in OS_CREDENTIAL_VARS:
+                env.pop(k, None)
+            return env
         key, vim = self._openstack_vim()
         access = (vim or {}).get('accessInfo') or {}
         endpoint = ((vim or {}).get('interfaceInfo') or {}).get('endpoint')
@@ -425,7 +431,7 @@ class Script(object):
             argv = [self._bin()] + argv_tail(req)
             if vim_info:
                 argv += ['--vim-info', vim_path]
-            proc = self._call(label, argv)
+            proc = self._call(label, argv, heat='--topology' not in argv)
             result = self._result(label, proc)
             if vim_info:
                 result['vim'] = self._read_vim_info(label, vim_path, result)
@@ -452,13 +458,14 @@ class Script(object):
             ' ' + note if note else '')
         return self._heatsible(label, tail, k8s, vim_info)
 
-    def _call(self, label, argv):
+    def _call(self, label, argv, heat=True):
         """The run, stopped gently (SIGTERM, then SIGKILL) on timeout."""
+        env = self._heatsible_env(heat)
         try:
             p = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, universal_newlines=True,
-                env=self._heatsible_env())
+                env=env)
         except OSError as e:
             raise Failure('heatsible %s: cannot run %s: %s' % (
                 label, argv[0], e.strerror or e), EXIT_INTERNAL)

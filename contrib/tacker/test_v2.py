@@ -861,6 +861,20 @@ class ScaleTest(V2Base):
 
 class TerminateTest(V2Base):
 
+    def tacker_terminate(self, req):
+        """What Tacker's conductor does between terminate_start and
+        terminate_end (VnfLcmDriverV2.terminate_process): the stack
+        deleted, instantiatedVnfInfo reset, vimConnectionInfo emptied."""
+        lcmocc = objects.VnfLcmOpOccV2(operation='TERMINATE',
+                                        operationParams=req)
+        real = heat_utils.HeatClient
+        heat_utils.HeatClient = lambda vim_info: self.heat
+        try:
+            self.driver.terminate_process(None, lcmocc, self.inst, None,
+                                          None, self.vnfd)
+        finally:
+            heat_utils.HeatClient = real
+
     def test_terminate_saves_the_topology_then_cleans_up_with_it(self):
         self.instantiate()
         body = {'terminationType': 'FORCEFUL', 'additionalParams': params()}
@@ -869,7 +883,14 @@ class TerminateTest(V2Base):
         path = os.path.join(self.dir, 'state', 'tacker-topology',
                             INST_ID + '.topology.yaml')
         self.assertTrue(os.path.exists(path))
+        self.tacker_terminate(req)
+        # seen on the bed's Tacker: terminate_end failed asking for the
+        # OpenStack VIM's credentials, which Tacker had just removed
+        self.assertEqual(self.inst.vimConnectionInfo, {})
         self.hook('terminate_end', req)
+        env = dict(l.split('=', 1)
+                   for l in self.calls()[1]['env'].splitlines())
+        self.assertEqual(env, {})  # no Heat read: no credentials given
         self.assertEqual(self.argvs(), [
             ['topology', '--request', '--stack', self.heat.id, '--save',
              '-o', 'json'],
