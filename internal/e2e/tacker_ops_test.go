@@ -373,6 +373,9 @@ func TestTackerOperations(t *testing.T) {
 	if _, ok := nodeByAddress(tk.stackTopology(t, reqFile, stack), freedIP); ok {
 		t.Errorf("Heat still has a worker at %s after the rollback", freedIP)
 	}
+	if n, ok := b.nodeWithIP(t, freedIP); ok {
+		t.Errorf("a Node at %s after the rollback: %+v", freedIP, n)
+	}
 	// (b.try's output has ls's own complaint when the file is gone)
 	if _, err := b.try(freed, "test", "-e", "/etc/kubernetes/pki/ca.crt"); err == nil {
 		t.Errorf("%s still has the join leftover /etc/kubernetes/pki/ca.crt after the rollback (the server hook did not run)", freed)
