@@ -518,7 +518,11 @@ func TestTackerV2Lifecycle(t *testing.T) {
 	}
 	fail := func(o v2Op) {
 		if o.State == "FAILED_TEMP" {
-			v.do(t, "POST", "/vnflcm/v2/vnf_lcm_op_occs/"+o.ID+"/fail", nil, 200)
+			_, out, _ := v.do(t, "POST", "/vnflcm/v2/vnf_lcm_op_occs/"+o.ID+"/fail", nil, 200)
+			var f v2Op
+			if err := json.Unmarshal(out, &f); err != nil || f.State != "FAILED" {
+				t.Errorf("POST .../fail of %s: %v, operationState %q, want FAILED: %s", o.ID, err, f.State, out)
+			}
 		}
 	}
 	op = healStorage("heal of the storage server, all=true", map[string]any{"all": true})
