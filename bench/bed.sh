@@ -131,7 +131,11 @@ fi
 # for the run (the driver runs kubectl as the SSH user) and back after.
 kc_before=""
 kc_restore() { [ -z "$kc_before" ] || "$BED" kubeconfig "$kc_before" >/dev/null 2>&1 || echo "bench: could not put master-0's kubeconfig back to $kc_before" >&2; kc_before=""; }
-trap kc_restore EXIT
+# what BENCH_PURGE_CLIENT=1's purge removed beside nfs-common
+# (nfs-kernel-server) is installed again after each size and on the way out
+packages_back() { [ "${BENCH_PURGE_CLIENT:-0}" != 1 ] || bench/reset.sh packages > "$LOGS/packages-back.log" 2>&1 || echo "bench: $(tail -1 "$LOGS/packages-back.log")" >&2; }
+on_exit() { kc_restore; packages_back; }
+trap on_exit EXIT
 tacker_run() {
   local name=$1 rc=0
   kc_before=$("$BED" kubeconfig | awk '{print $1}')
@@ -200,6 +204,7 @@ for N in $SIZES; do
   log "N=$N: heatsible re-run $re_s s, changed $re_changed, exit $re_rc (load $re_load -> $re_after, page fault $re_pf us)"
   [ "$re_rc" = 0 ] || { echo "bench: heatsible's re-run failed at N=$N, see $LOGS/rerun-$N.log" >&2; exit 1; }
   echo "$N $first_s $first_changed $re_s $re_changed ${base_s:--} ${slowest:--} $first_load $re_load ${base_load:--} $((first_failed + first_unr + re_failed + re_unr)) $first_after $re_after ${base_after:--} $first_pf $re_pf ${base_pf:--} $bed_s ${tk_s:--} ${tk_storage:--} ${tk_clients:--} ${tk_register:--} ${tk_load:--} ${tk_after:--} ${tk_pf:--}" >> "$LOGS/rows"
+  packages_back
 done
 sort -n -o "$LOGS/rows" "$LOGS/rows"
 

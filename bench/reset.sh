@@ -52,6 +52,7 @@
 # Recreating the hosts (bed down/up) would do the same and more slowly; the
 # host keys, users and base image stay as they are here.
 # Usage: bench/reset.sh  (as root, on a bed that is up)
+#        bench/reset.sh packages  (install again what BENCH_PURGE_CLIENT=1 purged)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
@@ -63,6 +64,33 @@ set -a
 # shellcheck disable=SC1091
 . "$RUN/env"
 set +a
+
+# The packages the purge takes (nfs-common, and nfs-kernel-server, which
+# depends on it) are written down on the host, and `reset.sh packages` (bench/
+# bed.sh, after each size and on exit) installs them again as the base image
+# has them: installed, their server unit disabled. Without it, every host a
+# fresh-clients run touched stayed without nfs-kernel-server (seen on the bed
+# 2026-11-27: master-0 and worker-0/1 from 23:10 to 23:32).
+PURGED=/var/lib/heatsible-bench-purged
+clients() { echo master-0; for ((i = 0; i < BED_WORKERS; i++)); do echo "worker-$i"; done; }
+if [ "${1:-}" = packages ]; then
+  pids=()
+  for h in $(clients); do
+    # shellcheck disable=SC2016
+    "$BED" exec "$h" -- sh -c '[ -s '"$PURGED"' ] || exit 0
+      printf "#!/bin/sh\nexit 101\n" > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(sort -u '"$PURGED"') >/dev/null; rc=$?
+      rm -f /usr/sbin/policy-rc.d
+      systemctl disable -q nfs-server.service 2>/dev/null || true
+      [ "$rc" = 0 ] && rm -f '"$PURGED"'; exit "$rc"' &
+    pids+=($!)
+  done
+  rc=0
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  [ "$rc" = 0 ] || { echo "reset: could not install again what the nfs-common purge removed (hosts keep $PURGED)" >&2; exit 1; }
+  echo "reset: the packages the nfs-common purge removed are installed again"
+  exit 0
+fi
 
 mounts=$(jq -r '(.additionalParams // .).k8s_cluster_installation_param.storage_server.cinder_volume_setup_params[].mount_to' "$RUN/request.json")
 pvs=$(for p in $(jq -r '(.additionalParams // .).k8s_cluster_installation_param.pv_registration_params[].pv_manifest_file_path' "$RUN/request.json"); do
@@ -131,8 +159,10 @@ rm -f "$RUN/.bench-reset.sh"
 
 if [ "${BENCH_PURGE_CLIENT:-0}" = 1 ]; then
   pids=()
-  for h in master-0 $(for ((i = 0; i < BED_WORKERS; i++)); do echo "worker-$i"; done); do
-    "$BED" exec "$h" -- sh -c 'DEBIAN_FRONTEND=noninteractive apt-get purge -y -q nfs-common >/dev/null 2>&1 || true
+  for h in $(clients); do
+    # shellcheck disable=SC2016
+    "$BED" exec "$h" -- sh -c 'dpkg -s nfs-common >/dev/null 2>&1 && apt-get -s purge nfs-common 2>/dev/null | awk '"'"'$1 == "Purg" {print $2}'"'"' >> '"$PURGED"'
+      DEBIAN_FRONTEND=noninteractive apt-get purge -y -q nfs-common >/dev/null 2>&1 || true
       mkdir -p /var/lib/apt/periodic && touch /var/lib/apt/periodic/update-success-stamp' &
     pids+=($!)
   done
