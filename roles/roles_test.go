@@ -51,6 +51,11 @@ func ansibleEnv(t *testing.T) []string {
 		"PYTHONDONTWRITEBYTECODE=1",
 		"ANSIBLE_FORCE_COLOR=0",
 		"NO_COLOR=1",
+		// The target is this machine standing in for a Debian node: its
+		// python3. Interpreter discovery would take the first of Ansible's
+		// list found on PATH, which differs by version (2.19 tries
+		// python3.13 first) and here finds a pyenv shim that cannot run.
+		"ANSIBLE_PYTHON_INTERPRETER=/usr/bin/python3",
 	)
 }
 
