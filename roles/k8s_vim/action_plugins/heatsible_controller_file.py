@@ -49,15 +49,17 @@ class ActionModule(ActionBase):
             result['msg'] = 'check mode: not written'
             return result
 
-        fd, tmp_path = tempfile.mkstemp(dir=os.path.dirname(dest), prefix='.' + os.path.basename(dest) + '.')
+        tmp_path = None
         try:
+            fd, tmp_path = tempfile.mkstemp(dir=os.path.dirname(dest), prefix='.' + os.path.basename(dest) + '.')
             with os.fdopen(fd, 'wb') as f:
                 f.write(to_bytes(content, errors='surrogate_or_strict'))
             os.chmod(tmp_path, 0o600)
             os.rename(tmp_path, dest)
         except OSError as e:
             try:
-                os.unlink(tmp_path)
+                if tmp_path is not None:
+                    os.unlink(tmp_path)
             except OSError:
                 pass
             # The error names the path and the reason, never the content.
