@@ -1,8 +1,8 @@
 // Package ansible stages a per-run Ansible bundle (inventory, playbook,
 // roles, vars, a 0600 secrets file, known_hosts, a tuned ansible.cfg), runs
 // ansible-playbook on it locally or on the Ansible host over SSH, and turns
-// the ansible.posix.jsonl callback's output into live events and a per-host
-// recap.
+// the output of heatsible's own stdout callback (CallbackName, staged into
+// every bundle) into live events and a per-host recap.
 //
 // Masking is package redact's job: a bundle holds a redact.Masker that
 // knows every form of every secret it stages, and every event, message and
@@ -14,6 +14,7 @@
 package ansible
 
 import (
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,7 +48,19 @@ const (
 	// TmpDir is Ansible's local_tmp, inside the bundle so that it goes
 	// away with it.
 	TmpDir = ".ansible-tmp"
+	// CallbackDir holds heatsible's stdout callback (CallbackName).
+	CallbackDir = "callback_plugins"
 )
+
+// CallbackName is heatsible's stdout callback, which every ansible-playbook
+// heatsible runs uses (heatsible's plays and kubespray's): one JSON object
+// per event (events.go). It is heatsible's own, staged into every bundle,
+// so that it needs nothing beyond ansible-core and runs under the Ansible
+// of any kubespray release (callback_plugins/heatsible_jsonl.py says why).
+const CallbackName = "heatsible_jsonl"
+
+//go:embed callback_plugins/heatsible_jsonl.py
+var callbackPlugin []byte
 
 // Defaults for BundleSpec.
 const (
@@ -286,6 +299,9 @@ func (b *Bundle) write() error {
 	if err := writeFile(b.Dir, KnownHostsFile, SelectKnownHosts(b.spec.KnownHosts, b.spec.KnownHostsFor), 0o644); err != nil {
 		return err
 	}
+	if err := writeFile(b.Dir, CallbackDir+"/"+CallbackName+".py", callbackPlugin, 0o644); err != nil {
+		return err
+	}
 	if err := os.Mkdir(filepath.Join(b.Dir, TmpDir), 0o700); err != nil {
 		return err
 	}
@@ -295,7 +311,7 @@ func (b *Bundle) write() error {
 func (b *Bundle) reserved(rel string) bool {
 	top, _, _ := strings.Cut(rel, "/")
 	switch top {
-	case InventoryDir, RolesDir, SecretsFile, ConfigFile, KnownHostsFile, MarkerFile, TmpDir, PlaybookFile:
+	case InventoryDir, RolesDir, SecretsFile, ConfigFile, KnownHostsFile, MarkerFile, TmpDir, PlaybookFile, CallbackDir:
 		return true
 	}
 	return false
@@ -355,7 +371,8 @@ func copyFS(src fs.FS, dst string) error {
 // Config renders ansible.cfg for a bundle located at root (the local Dir,
 // or the staging directory on the Ansible host).
 //
-// Choices: the jsonl stdout callback (one JSON object per event, streamed);
+// Choices: heatsible's stdout callback (one JSON object per event,
+// streamed);
 // smart gathering (facts gathered once per host per run, however many plays
 // address it; plays that say gather_facts: false are honoured); pipelining
 // and a 60s ControlPersist (fewer SSH round trips per task); strict host key
@@ -370,7 +387,8 @@ func (b *Bundle) Config(root string) []byte {
 			"timeout":             fmt.Sprint(b.spec.Timeout),
 			"host_key_checking":   "True",
 			"gathering":           "smart",
-			"stdout_callback":     "ansible.posix.jsonl",
+			"stdout_callback":     CallbackName,
+			"callback_plugins":    root + "/" + CallbackDir,
 			"nocolor":             "True",
 			"retry_files_enabled": "False",
 			"interpreter_python":  "auto_silent",

@@ -56,7 +56,7 @@ type PlaybookOptions struct {
 	Dir string
 	// ForeignConfig runs with the ansible.cfg of Dir (kubespray's) instead
 	// of the bundle's. heatsible still pins what it relies on through the
-	// environment: the jsonl callback (progress and results), strict host
+	// environment: heatsible's stdout callback (progress and results), strict host
 	// key checking against the bundle's known_hosts (kubespray's own
 	// ansible.cfg turns it off) and forks.
 	ForeignConfig bool
@@ -253,7 +253,11 @@ func runEnv(b *Bundle, root string, opts PlaybookOptions) []string {
 	}
 	return append(cfg,
 		"ANSIBLE_SSH_ARGS="+sshArgs(root),
-		"ANSIBLE_STDOUT_CALLBACK=ansible.posix.jsonl",
+		"ANSIBLE_STDOUT_CALLBACK="+CallbackName,
+		// The bundle's callback first, then Ansible's default places: a
+		// foreign ansible.cfg's callbacks (kubespray's profile_tasks) still
+		// load.
+		"ANSIBLE_CALLBACK_PLUGINS="+root+"/"+CallbackDir+":~/.ansible/plugins/callback:/usr/share/ansible/plugins/callback",
 		"ANSIBLE_HOST_KEY_CHECKING=True",
 		"ANSIBLE_NOCOLOR=1",
 		"ANSIBLE_FORCE_COLOR=0",

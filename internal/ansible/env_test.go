@@ -66,8 +66,9 @@ func TestRunEnvPinsSSH(t *testing.T) {
 		}
 		// Whatever ansible.cfg applies, host keys are checked against the
 		// bundle's known_hosts, first on ssh's command line, and results
-		// come as jsonl.
-		for _, want := range []string{"ANSIBLE_SSH_ARGS=" + pins + " ", "ANSIBLE_HOST_KEY_CHECKING=True", "ANSIBLE_STDOUT_CALLBACK=ansible.posix.jsonl"} {
+		// come as heatsible's callback writes them, from the bundle.
+		for _, want := range []string{"ANSIBLE_SSH_ARGS=" + pins + " ", "ANSIBLE_HOST_KEY_CHECKING=True", "ANSIBLE_STDOUT_CALLBACK=heatsible_jsonl",
+			"ANSIBLE_CALLBACK_PLUGINS=/stage/callback_plugins:"} {
 			if !strings.Contains(joined, want) {
 				t.Errorf("run env (foreign config %v) lacks %s: %q", foreign, want, joined)
 			}
@@ -259,7 +260,7 @@ func TestHostKeyPinnedInHostileEnv(t *testing.T) {
 					output = stdout.String() + stderr.String()
 				}
 				if events == 0 {
-					t.Errorf("no jsonl events: the callback was not ansible.posix.jsonl\n%s", output)
+					t.Errorf("no jsonl events: the callback was not heatsible's\n%s", output)
 				}
 				switch name {
 				case "right key":

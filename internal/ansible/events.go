@@ -89,7 +89,8 @@ type HostRecap struct {
 	Ignored     int `json:"ignored"`
 }
 
-// jsonl wire format of ansible.posix.jsonl.
+// The wire format of heatsible's stdout callback (CallbackName), which is
+// ansible.posix.jsonl's.
 type jsonlEvent struct {
 	Event string `json:"_event"`
 	Play  *struct {

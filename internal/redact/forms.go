@@ -55,7 +55,7 @@ var encodings = []encoding{
 	{"json-go-html", func(s string) string { return goJSON(s, true) }},
 	{"json-go", func(s string) string { return goJSON(s, false) }},
 	// Python's json.dumps: ensure_ascii=True (the default, and what the
-	// ansible.posix.jsonl callback and Ansible's to_json write) escapes
+	// jsonl callback (heatsible's, as ansible.posix.jsonl) and Ansible's to_json write) escapes
 	// everything outside ' '..'~', DEL included, as lower-case \uXXXX
 	// with surrogate pairs; ensure_ascii=False (to_nice_json) only
 	// escapes '"', '\' and control characters.

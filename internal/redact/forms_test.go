@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,8 +97,8 @@ func TestFormsAreWhatGoWrites(t *testing.T) {
 }
 
 // pyEncoders prints, for each string of a JSON list on stdin, what
-// Python's own encoders write: json.dumps (ensure_ascii on and off, as the
-// ansible.posix.jsonl callback and to_nice_json write it), repr (Jinja's
+// Python's own encoders write: json.dumps (ensure_ascii on and off, as
+// heatsible's jsonl callback and to_nice_json write it), repr (Jinja's
 // rendering of lists), PyYAML double-quoted (to_yaml) and urllib's quote.
 const pyEncoders = `
 import json, sys, yaml
@@ -148,7 +149,7 @@ func TestFormsAreWhatPythonWrites(t *testing.T) {
 	}
 }
 
-// TestFormsOfAnsibleOutput runs Ansible with the jsonl callback on a
+// TestFormsOfAnsibleOutput runs Ansible with heatsible's callback on a
 // hostile value, as a run does, and checks that what it printed holds the
 // value only in forms Forms lists: the masked output holds none of them
 // and no trace of the value.
@@ -183,11 +184,16 @@ func TestFormsOfAnsibleOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("ansible-playbook", "-i", "localhost,", "-c", "local", "-e", "@"+vars, pb)
-	cmd.Env = append(cmd.Environ(), "ANSIBLE_STDOUT_CALLBACK=ansible.posix.jsonl",
+	// heatsible's stdout callback (internal/ansible stages it into every run).
+	callbacks, err := filepath.Abs(filepath.Join("..", "ansible", "callback_plugins"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append(cmd.Environ(), "ANSIBLE_STDOUT_CALLBACK=heatsible_jsonl", "ANSIBLE_CALLBACK_PLUGINS="+callbacks,
 		"ANSIBLE_LOCALHOST_WARNING=0", "ANSIBLE_NOCOLOR=1", "ANSIBLE_PYTHON_INTERPRETER=/usr/bin/python3")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Skipf("ansible-playbook with the jsonl callback: %v\n%s", err, out)
+		t.Skipf("ansible-playbook with heatsible's callback: %v\n%s", err, out)
 	}
 	m := New(secret)
 	if !m.Contains(string(out)) {
