@@ -136,6 +136,15 @@ type Ansible struct {
 	// TransferringInventoryPath is where the inventory for kubespray goes:
 	// see InventoryFile for every form it takes.
 	TransferringInventoryPath string `json:"transferring_inventory_path"`
+	// AnsiblePlaybook (heatsible's) is the ansible-playbook that runs
+	// heatsible's roles: a command name in PATH (default
+	// "ansible-playbook"), or an absolute path of it or of its virtualenv
+	// (CheckAnsiblePlaybook).
+	AnsiblePlaybook string `json:"ansible_playbook,omitempty"`
+	// KubesprayAnsiblePlaybook (heatsible's) is the one that runs
+	// kubespray's playbooks; unset, kubespray's virtualenv under
+	// kubespray_root_path if it has one, else ansible-playbook in PATH.
+	KubesprayAnsiblePlaybook string `json:"kubespray_ansible_playbook,omitempty"`
 }
 
 // ExternalLB is the external load balancer VM in front of the masters.

@@ -306,6 +306,7 @@ func validateAnsible(ps *Problems, p string, a *Ansible) {
 	checkHost(ps, p+".ip_address", a.IPAddress, true)
 	checkUser(ps, p+".username", a.Username)
 	checkPassword(ps, p+".password", a.Password)
+	checkAnsiblePlaybooks(ps, p, a)
 	if a.KubesprayRootPath != "" || a.TransferringInventoryPath != "" {
 		// The same function decides for plan and run (lcm).
 		if _, prob := a.InventoryFile(); prob != nil {
