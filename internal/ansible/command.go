@@ -70,6 +70,10 @@ type PlaybookOptions struct {
 	Verbosity int
 	// Binary is the ansible-playbook executable ("ansible-playbook").
 	Binary string
+	// Venv is the virtualenv Binary belongs to, if any: the run gets it
+	// as an activated one would (VIRTUAL_ENV, its bin/ first in PATH), as
+	// kubespray's docs have operators run it.
+	Venv string
 	// OnEvent receives every event as it arrives, in order, from a single
 	// goroutine. It must not block for long: it holds up the reading of
 	// ansible's output.
@@ -251,7 +255,7 @@ func runEnv(b *Bundle, root string, opts PlaybookOptions) []string {
 			"ANSIBLE_RETRY_FILES_ENABLED=False",
 		}
 	}
-	return append(cfg,
+	env := append(cfg,
 		"ANSIBLE_SSH_ARGS="+sshArgs(root),
 		"ANSIBLE_STDOUT_CALLBACK="+CallbackName,
 		// The bundle's callback first, then Ansible's default places: a
@@ -265,6 +269,29 @@ func runEnv(b *Bundle, root string, opts PlaybookOptions) []string {
 		// arrive in 4 KiB bursts instead of live.
 		"PYTHONUNBUFFERED=1",
 	)
+	if opts.Venv != "" {
+		// PATH gets its bin/ where the environment is put together (the
+		// login's PATH is known there only): withVenvPath, remoteScript.
+		env = append(env, "VIRTUAL_ENV="+opts.Venv)
+	}
+	return env
+}
+
+// withVenvPath puts venv's bin/ first in env's PATH (env: NAME=value).
+func withVenvPath(env []string, venv string) []string {
+	if venv == "" {
+		return env
+	}
+	out := make([]string, 0, len(env)+1)
+	path := "/usr/local/bin:/usr/bin:/bin"
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "PATH="+venv+"/bin:"+path)
 }
 
 // Errors a run maps to exit codes.

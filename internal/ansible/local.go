@@ -44,7 +44,7 @@ func (LocalRunner) Run(ctx context.Context, b *Bundle, opts PlaybookOptions) (*R
 		return nil, fmt.Errorf("running %s: %w", argv[0], err)
 	}
 	r := newRun(b, argv, dir, opts)
-	px := &procExec{dir: dir, env: append(cleanEnv(os.Environ()), runEnv(b, b.Dir, opts)...)}
+	px := &procExec{dir: dir, env: append(withVenvPath(cleanEnv(os.Environ()), opts.Venv), runEnv(b, b.Dir, opts)...)}
 
 	// Hand DefaultExecute exactly the argv Command built and checked.
 	exe := execute.NewDefaultExecute(

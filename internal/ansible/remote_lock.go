@@ -2,11 +2,13 @@ package ansible
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -105,7 +107,72 @@ type RemoteLock struct {
 	sess     *remote.Session
 	stage    string
 	released bool
+
+	// ansibles is what the lock session found of RemoteRunner.Ansibles.
+	ansibles []AnsibleFound
+	// peeked are the files of RemoteRunner.Peek that exist, by path.
+	peeked map[string][]byte
 }
+
+// Peeked are the files of RemoteRunner.Peek the lock session found, by
+// path (a missing file is not there).
+func (l *RemoteLock) Peeked() map[string][]byte { return l.peeked }
+
+// MaxPeek is the largest file RemoteRunner.Peek reads.
+const MaxPeek = 1 << 20
+
+// peekScript prints "peek I -" for a missing file I of paths, else "peek I
+// BASE64" (at most MaxPeek bytes), "peek I big" or "peek I unreadable".
+func peekScript(paths []string) string {
+	var sb strings.Builder
+	for i, p := range paths {
+		fmt.Fprintf(&sb, `f=%s
+if [ ! -e "$f" ]; then echo 'peek %d -'
+elif [ ! -f "$f" ] || [ ! -r "$f" ]; then echo 'peek %d unreadable'
+elif [ "$(wc -c < "$f")" -gt %d ]; then echo 'peek %d big'
+else printf 'peek %d %%s
+' "$(base64 < "$f" | tr -d '
+')"; fi
+`, shellExpr(p), i, i, MaxPeek, i, i)
+	}
+	return sb.String()
+}
+
+// parsePeek reads the "peek I ..." answers.
+func parsePeek(paths []string, lines []string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	seen := 0
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) != 3 || f[0] != "peek" {
+			continue
+		}
+		i, err := strconv.Atoi(f[1])
+		if err != nil || i < 0 || i >= len(paths) {
+			return nil, fmt.Errorf("reading files: unexpected answer %q", l)
+		}
+		seen++
+		switch f[2] {
+		case "-":
+		case "unreadable", "big":
+			return nil, fmt.Errorf("reading %s: it is %s (a regular file this user reads, at most %d bytes, was expected)", paths[i], map[string]string{"unreadable": "not a readable regular file", "big": "too big"}[f[2]], MaxPeek)
+		default:
+			b, err := base64.StdEncoding.DecodeString(f[2])
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", paths[i], err)
+			}
+			out[paths[i]] = b
+		}
+	}
+	if seen != len(paths) {
+		return nil, fmt.Errorf("reading files: %d answer(s) for %d file(s)", seen, len(paths))
+	}
+	return out, nil
+}
+
+// Ansibles are the ansible-playbooks the lock session found on the Ansible
+// host for RemoteRunner.Ansibles, in that order (see CheckAnsible).
+func (l *RemoteLock) Ansibles() []AnsibleFound { return l.ansibles }
 
 // LockName is the lock file's name for cluster (the local lock's too).
 func LockName(cluster string) string {
@@ -154,7 +221,11 @@ func (rr *RemoteRunner) Lock(ctx context.Context, cluster string, holder Holder,
 	if err != nil {
 		return nil, err
 	}
-	sess, err := c.Start(ctx, rr.lockScript(cluster, string(rec), breakStale))
+	probe, err := probeScript(rr.Ansibles)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := c.Start(ctx, probe+peekScript(rr.Peek)+rr.lockScript(cluster, string(rec), breakStale))
 	if err != nil {
 		return nil, fmt.Errorf("locking cluster %s on the Ansible host %s: %w", cluster, c.Address(), err)
 	}
@@ -172,6 +243,7 @@ func (rr *RemoteRunner) Lock(ctx context.Context, cluster string, holder Holder,
 		return nil, err
 	}
 	where := "the Ansible host " + c.Address()
+	var probed []string
 	for {
 		line, err := sess.ReadLine(rctx)
 		if err != nil {
@@ -179,11 +251,19 @@ func (rr *RemoteRunner) Lock(ctx context.Context, cluster string, holder Holder,
 		}
 		word, rest, _ := strings.Cut(line, " ")
 		switch word {
+		case "ansible", "peek":
+			probed = append(probed, line)
 		case "path":
 			l.Path = rest
 		case "broke":
 			rr.log().Warn("breaking the lock of a run that did not finish (--break-lock)", "cluster", cluster, "host", c.Address(), "lock", l.Path, "holder", describeRecord(rest))
 		case "locked":
+			if l.ansibles, err = parseProbe(rr.Ansibles, probed); err != nil {
+				return fail(fmt.Errorf("on %s: %w", where, err))
+			}
+			if l.peeked, err = parsePeek(rr.Peek, probed); err != nil {
+				return fail(fmt.Errorf("on %s: %w", where, err))
+			}
 			rr.lock = l
 			return l, nil
 		case "busy":
@@ -213,7 +293,8 @@ func (rr *RemoteRunner) Lock(ctx context.Context, cluster string, holder Holder,
 }
 
 // lockScript is the lock session's shell (see Lock and the comment at the
-// top of this file): it answers "path P", then "locked" (maybe after
+// top of this file), after the probe of RemoteRunner.Ansibles ("ansible
+// FOR {json}" lines, see probe.go): it answers "path P", then "locked" (maybe after
 // "broke RECORD") or one of "busy RECORD", "stale RECORD", "noflock",
 // "notfile", and while it holds the lock it takes "mkstage PREFIX"
 // ("stage DIR"), "rmstage" ("ok"), "release" and "remove" on its stdin.

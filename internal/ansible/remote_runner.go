@@ -36,6 +36,12 @@ type RemoteRunner struct {
 	BaseDir string
 	// Logger gets progress and cleanup warnings (slog.Default() if nil).
 	Logger *slog.Logger
+	// Ansibles are the ansible-playbooks the run will use: Lock finds them
+	// in its first round trip (RemoteLock.Ansibles).
+	Ansibles []AnsibleWant
+	// Peek are files (absolute paths) Lock reads in the same round trip
+	// (RemoteLock.Peeked), e.g. the kubespray inventory already there.
+	Peek []string
 
 	// lock is the cluster's lock on the Ansible host while Lock holds it.
 	lock *RemoteLock
@@ -191,13 +197,18 @@ func remoteScript(stage, dir string, argv, env []string) string {
 	for i, a := range argv {
 		q[i] = remote.ShellQuote(a)
 	}
+	venvPath := ""
 	for i, e := range env {
+		if v, ok := strings.CutPrefix(e, "VIRTUAL_ENV="); ok {
+			// its bin/ first in the login's PATH (see PlaybookOptions.Venv)
+			venvPath = "PATH=" + remote.ShellQuote(v+"/bin") + ":${PATH:-/usr/local/bin:/usr/bin:/bin}\n"
+		}
 		env[i] = remote.ShellQuote(e)
 	}
 	marker := remote.ShellQuote(stage + "/" + MarkerFile)
 	return "cd " + remote.ShellQuote(dir) + " || exit 1\n" +
 		"lock=\nif command -v flock >/dev/null 2>&1; then lock=\"flock -n " + marker + "\"; fi\n" +
-		keepEnvScript +
+		venvPath + keepEnvScript +
 		"$lock env -i \"$@\" " + strings.Join(env, " ") + " " + strings.Join(q, " ") + " &\n" +
 		"run=$! sshd=$PPID watch=\n" +
 		"if [ \"$sshd\" -gt 1 ] 2>/dev/null && [ -d /proc/\"$sshd\" ]; then\n" +
