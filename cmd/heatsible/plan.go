@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/heatsible/heatsible/internal/lcm"
 	"github.com/heatsible/heatsible/internal/redact"
@@ -73,6 +74,7 @@ pattern, hosts, roles, runs/skip).`,
 	tf.add(cmd, ", as for run")
 	f.StringVar(&tags, "tags", "", "only these roles (comma-separated), as 'run --tags'")
 	f.StringVar(&o.Limit, "limit", "", "only these nodes or groups (Ansible --limit pattern; @FILE is read on this machine, one pattern per line), as 'run --limit'")
+	addAnsibleFlags(f, &o.Ansible)
 	return cmd
 }
 
@@ -162,6 +164,30 @@ func writePlan(w io.Writer, p *lcm.Plan, src lcm.Source) {
 			fmt.Fprintf(w, "   note: %s\n", v.Note)
 		}
 	}
+	writeAnsibles(w, p.Ansible)
+}
+
+// writeAnsibles prints which ansible-playbook runs heatsible's roles and
+// which runs kubespray, and what the run checks of each on connecting.
+func writeAnsibles(w io.Writer, as []lcm.AnsiblePlan) {
+	if len(as) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nansible-playbook (found and checked on connecting, before anything changes; exit code 2 if unsupported):\n")
+	for _, a := range as {
+		what := "heatsible's roles"
+		if a.For == "kubespray" {
+			what = "kubespray"
+		}
+		fmt.Fprintf(w, "   %s: %s [%s]\n      checked: %s\n", what, a.Looks, a.From, a.Checks)
+	}
+}
+
+// addAnsibleFlags adds the flags that say which ansible-playbook runs
+// heatsible's roles and which runs kubespray.
+func addAnsibleFlags(f *pflag.FlagSet, s *lcm.AnsibleSettings) {
+	f.StringVar(&s.Roles, "ansible-playbook", "", "the ansible-playbook that runs heatsible's roles where Ansible runs: a name in PATH, or an absolute path of it or of its virtualenv (overrides the request's ansible.ansible_playbook; default ansible-playbook in PATH)")
+	f.StringVar(&s.Kubespray, "kubespray-ansible-playbook", "", "the ansible-playbook that runs kubespray, as --ansible-playbook (overrides ansible.kubespray_ansible_playbook; default: kubespray's virtualenv under kubespray_root_path, else ansible-playbook in PATH)")
 }
 
 // writeKubespray prints what the kubespray steps get: the inventory and the

@@ -138,3 +138,29 @@ func TestPlanSeeds(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanAnsibleSettings: plan shows which ansible-playbook runs
+// heatsible's roles and which runs kubespray, and where each setting comes
+// from (a flag over the request's field); a bad flag is exit code 2,
+// naming the flag, as a bad field is at validate.
+func TestPlanAnsibleSettings(t *testing.T) {
+	req := filepath.Join(td, "requests", "valid_ansible_playbooks.json")
+	args := []string{"plan", "instantiate-end", "--request", req, "--package", filepath.Join(td, "package"), "--topology", filepath.Join(td, "topology", "k8s-a.yaml")}
+	code, out, errs := heatsible(t, append(args, "--ansible-playbook", "/opt/ansible-2.19")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"   heatsible's roles: /opt/ansible-2.19 (a virtualenv's bin/ansible-playbook if it is a directory) [flag]\n",
+		"   kubespray: /home/ansible/kubespray-venv/bin/ansible-playbook (a virtualenv's bin/ansible-playbook if it is a directory) [request (ansible.kubespray_ansible_playbook)]\n",
+		"      checked: Ansible 2.9 or later, within the bounds of kubespray's own /home/ansible/kubespray/playbooks/ansible_version.yml (or ansible_version.yml)\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan does not say %q:\n%s", want, out)
+		}
+	}
+	code, _, errs = heatsible(t, append(args, "--kubespray-ansible-playbook", "venv/bin/ansible-playbook")...)
+	if code != 2 || !strings.Contains(errs, `--kubespray-ansible-playbook: "venv/bin/ansible-playbook" is a relative path`) {
+		t.Errorf("exit %d, want 2 naming the flag: %s", code, errs)
+	}
+}

@@ -257,6 +257,7 @@ records of each cluster are kept.`,
 	f.StringVar(&o.Limit, "limit", "", "run only on these nodes or groups (Ansible --limit pattern; @FILE is read on this machine, one pattern per line)")
 	f.StringVar(&vimInfo, "vim-info", "", "instantiate-end, heal-end --cluster: write Tacker's Kubernetes VIM (server, CA, bearer token; docs/hooks.md) to FILE, mode 0600, once the run succeeded")
 	f.IntVar(&o.Forks, "forks", 0, "hosts Ansible works on at once (default 50)")
+	addAnsibleFlags(f, &o.Ansible)
 	f.BoolVar(&o.BreakLock, "break-lock", false, "take over the cluster lock left by a run that was killed or crashed (read its run record first); never breaks a live run's lock")
 	return cmd
 }

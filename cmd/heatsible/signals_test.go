@@ -564,7 +564,7 @@ func newAnsibleHost(t *testing.T) *ansibleHost {
 	// ansible-playbook starts with a clean environment (env -i: PATH, HOME,
 	// the locale, TMPDIR), so the stand-in gets the gate's path written in,
 	// not through GATE; rm runs in the login shell's environment.
-	ansible := "#!/bin/sh\nGATE=" + flags + "\n" + strings.TrimPrefix(standInAnsible, "#!/bin/sh\n")
+	ansible := withFakeCore(t, "#!/bin/sh\nGATE="+flags+"\n"+strings.TrimPrefix(standInAnsible, "#!/bin/sh\n"), gate)
 	for name, body := range map[string]string{"ansible-playbook": ansible, "rm": standInRm, "../shell": shell} {
 		if err := os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755); err != nil {
 			t.Fatal(err)

@@ -102,7 +102,7 @@ func newFakeBed(t *testing.T, servingNames ...string) *fakeBed {
 	})
 	bin := filepath.Join(f.dir, "bin")
 	for name, content := range map[string]string{
-		filepath.Join(bin, "ansible-playbook"): strings.ReplaceAll(fakeAnsiblePlaybook, "FAKEDIR", "'"+f.dir+"'"),
+		filepath.Join(bin, "ansible-playbook"): withFakeCore(t, strings.ReplaceAll(fakeAnsiblePlaybook, "FAKEDIR", "'"+f.dir+"'"), f.dir),
 		filepath.Join(f.dir, "vim-info.json"):  string(info),
 		filepath.Join(f.dir, "events.jsonl"):   strings.Join(fakeEvents, "\n") + "\n", f.topo: loopbackTopology, f.kh: "",
 	} {

@@ -36,6 +36,9 @@ type phaseRunner struct {
 	// vimInfo is what the k8s_vim role left in VIMInfoFile (it holds the
 	// VIM's token), nil when it left nothing.
 	vimInfo []byte
+	// ansibles are the ansible-playbooks found for heatsible's roles and
+	// for kubespray (ansible.ForRoles, ansible.ForKubespray).
+	ansibles map[string]ansible.AnsibleFound
 }
 
 // skipKubespray says why kubespray and the files handed to it are left
@@ -134,7 +137,7 @@ func (p *phaseRunner) runPhase(ctx context.Context, ph Phase) error {
 	base := ansible.PlaybookOptions{Verbosity: o.Verbosity, OnEvent: o.OnEvent, Stderr: o.Stderr, Logger: p.log}
 	switch ph.Kind {
 	case PhasePlaybook:
-		ro := base
+		ro := p.withAnsible(base, ansible.ForRoles)
 		ro.Check, ro.Diff, ro.Limit, ro.Tags = o.Check, o.Check, o.Limit, o.Tags
 		if p.files.VIM != nil && !o.Check {
 			ro.Collect = []string{VIMInfoFile}
@@ -151,7 +154,7 @@ func (p *phaseRunner) runPhase(ctx context.Context, ph Phase) error {
 		}
 		return err
 	case PhaseKubespray:
-		ro := base
+		ro := p.withAnsible(base, ansible.ForKubespray)
 		ro.Dir, ro.Playbooks = p.files.KubesprayRoot, []string{p.kubespray[ph.Playbook]}
 		ro.ForeignConfig, ro.Inventory, ro.Become = true, p.files.KubesprayInventoryPath, true
 		ro.Limit, ro.ExtraVars = ph.Limit, ph.ExtraVars

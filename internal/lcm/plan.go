@@ -26,6 +26,9 @@ type PlanOptions struct {
 	Limit          string
 	Tags           []string
 	Version        string
+	// Ansible says which ansible-playbook runs heatsible's roles and which
+	// runs kubespray (flags over the request).
+	Ansible AnsibleSettings
 }
 
 // Plan is what "heatsible run" would do, step by step. It is derived from
@@ -48,6 +51,10 @@ type Plan struct {
 	// VIM is where Tacker's Kubernetes VIM will point (nil when the
 	// operation prepares none).
 	VIM *VIMEndpoint `json:"vim,omitempty"`
+	// Ansible are the ansible-playbooks the run will use (heatsible's
+	// roles; kubespray's when a kubespray step runs) and what the run
+	// checks of each on connecting.
+	Ansible []AnsiblePlan `json:"ansible,omitempty"`
 }
 
 // KubesprayPlan is what every kubespray step of a plan gets besides its
@@ -105,6 +112,9 @@ func MakePlan(ctx context.Context, o PlanOptions) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := o.Ansible.check(); err != nil {
+		return nil, err
+	}
 	p := &Plan{Limit: o.Limit, Tags: o.Tags, Steps: []Step{}, Hosts: []string{}}
 	if len(files.Playbook) > 0 {
 		if p, err = PlanFiles(files.Playbook, files.Inventory, o.Limit, o.Tags); err != nil {
@@ -116,6 +126,7 @@ func MakePlan(ctx context.Context, o PlanOptions) (*Plan, error) {
 		p.VIM = files.VIM
 	}
 	p.Steps = withPhases(p.Steps, files, skipKubespray(false, o.Tags, o.Limit))
+	p.Ansible = planAnsibles(o.Request, o.Ansible, ansibleWants(o.Request, o.Ansible, files, skipKubespray(false, o.Tags, o.Limit)))
 	for _, ph := range files.Phases {
 		if ph.Kind == PhaseKubespray {
 			p.Kubespray = &KubesprayPlan{

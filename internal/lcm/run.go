@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -53,6 +54,10 @@ type RunOptions struct {
 	// BreakLock takes over the lock left by a run that was killed (see
 	// state.Acquire); it never takes a lock from a live run.
 	BreakLock bool
+
+	// Ansible says which ansible-playbook runs heatsible's roles and which
+	// runs kubespray (flags over the request; see ansible.go).
+	Ansible AnsibleSettings
 
 	Check     bool
 	Tags      []string
@@ -196,6 +201,11 @@ func runOp(ctx context.Context, o RunOptions, rec *state.Record) (_ *RunOutcome,
 	if cfgErr != nil {
 		return nil, cfgErr
 	}
+	if err := o.Ansible.check(); err != nil {
+		return nil, err
+	}
+	wants := ansibleWants(req, o.Ansible, files, skipKubespray(o.Check, o.Tags, o.Limit))
+	peek := kubesprayPeek(files, skipKubespray(o.Check, o.Tags, o.Limit))
 	where := "local"
 	if sshCfg != nil {
 		where = "ansible host " + sshCfg.Address
@@ -254,7 +264,7 @@ func runOp(ctx context.Context, o RunOptions, rec *state.Record) (_ *RunOutcome,
 		client := d.client
 		defer client.Close()
 		log.Debug("connected to the Ansible host", "took", d.took)
-		remoteRunner = &ansible.RemoteRunner{Client: client, Logger: log}
+		remoteRunner = &ansible.RemoteRunner{Client: client, Logger: log, Ansibles: wants, Peek: peek}
 		runner, fileOps = remoteRunner, remoteRunner
 		// The cluster's lock on the Ansible host, for the whole remote
 		// run: the lock above cannot see another machine.
@@ -285,6 +295,36 @@ func runOp(ctx context.Context, o RunOptions, rec *state.Record) (_ *RunOutcome,
 	rec.Prune()
 	out := &RunOutcome{Operation: o.Operation, Cluster: t.Cluster, Where: where, Check: o.Check, Topology: t, Started: start}
 	ph := &phaseRunner{o: o, files: files, bundle: b, runner: runner, fileOps: fileOps, remote: remoteRunner, cluster: t.Cluster, log: log}
+	// The ansible-playbooks the phases run, found where they run (the lock
+	// session's first answer on the Ansible host) and checked before
+	// anything changes.
+	if remoteLock != nil {
+		if err := ph.checkAnsibles(wants, remoteLock.Ansibles(), "the Ansible host "+sshCfg.Address); err != nil {
+			return nil, err
+		}
+		for _, p := range peek {
+			if err := checkKubesprayNames(t, p, remoteLock.Peeked()[p], "the Ansible host "+sshCfg.Address); err != nil {
+				return nil, err
+			}
+		}
+	} else if pr, ok := runner.(prober); ok && len(wants) > 0 {
+		found, err := pr.Probe(ctx, wants)
+		if err != nil {
+			return nil, fail.With(fail.Internal, err)
+		}
+		if err := ph.checkAnsibles(wants, found, "this machine"); err != nil {
+			return nil, err
+		}
+		for _, p := range peek {
+			data, err := os.ReadFile(p)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, fail.With(fail.Refused, fmt.Errorf("reading the kubespray inventory already at %s: %w; heatsible would replace it: check it, then remove or fix it", p, err))
+			}
+			if err := checkKubesprayNames(t, p, data, "this machine"); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if err := ph.preflight(ctx); err != nil {
 		return nil, err
 	}
