@@ -5,7 +5,7 @@ GOFLAGS  ?=
 export GOTOOLCHAIN := local
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps unit role-tests test e2e e2e-repeat lint demo clean bench-agent bench bench-plot
+.PHONY: help build deps unit role-tests test e2e e2e-repeat lint demo clean bench-agent bench bench-plot matrix matrix-unit
 
 help:
 	@echo "make build          build $(BIN)"
@@ -17,6 +17,8 @@ help:
 	@echo "make bench          heatsible against the sequential baseline on the test bed, N = BENCH_SIZES (default 2 8 16 32 64); TACKER_SRC=DIR adds Tacker's sample driver"
 	@echo "make bench-plot     redraw bench/results.svg from bench/results.json"
 	@echo "make bench-agent    heatsible's own overhead on a synthetic 500-node cluster (no hosts)"
+	@echo "make matrix-unit    role and event-parser tests under every ansible-core 2.14-2.19 (venvs from PyPI), ansible-lint 26"
+	@echo "make matrix         matrix-unit, then the key end-to-end scenarios under each on the test bed (after make testbed-up)"
 	@echo "make testbed-up|testbed-down|testbed-status|testbed-smoke   the local test bed (docs/testbed.md)"
 
 build:
@@ -72,6 +74,17 @@ bench: build
 BENCH_RESULTS ?= bench/results
 bench-plot:
 	$(GO) run ./bench/plot -in $(BENCH_RESULTS).json -out $(BENCH_RESULTS).svg
+
+# The Ansibles real Ansible hosts run (docs/development.md, "The Ansible
+# matrix"): venvs built from PyPI into /var/cache/heatsible/ansible
+# (testbed/ansible/venvs.sh), the role and parser tests under each, then on
+# the test bed the key scenarios under each and kubespray releases with their
+# own Ansible. BED_USE_LOCK: a shared machine's bed lock (each test holds it).
+matrix-unit:
+	testbed/ansible/matrix.sh unit
+
+matrix: matrix-unit
+	testbed/ansible/matrix.sh bed
 
 clean:
 	rm -rf bin

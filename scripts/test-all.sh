@@ -30,6 +30,9 @@ go test -p 2 -count=1 -timeout 30m "${unit[@]}"
 phase "the roles' filter plugins and host-side scripts (Python unit tests, roles/*/tests and roles/filter_tests)"
 make --no-print-directory role-tests
 
+phase "the newest ansible-core (2.19, a venv from PyPI) and ansible-lint: role and event-parser tests (make matrix runs every version)"
+testbed/ansible/matrix.sh unit core-2.19
+
 phase "go end-to-end tests on the bed"
 # -v: each scenario logs its exit code, wall time and recap, so the CI log
 # is the record of what ran on the bed.

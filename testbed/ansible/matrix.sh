@@ -8,9 +8,16 @@
 #                                   (default: every core-* venv), ansible-lint
 #                                   under the newest (venv "lint")
 #        matrix.sh bed [VENV...]    the key end-to-end scenarios on the test
-#                                   bed under each venv (needs a bed: run it
-#                                   under flock -w 10800 /work/bed-use.lock on
-#                                   a shared machine)
+#                                   bed under each venv ("" for the ansible
+#                                   host's own Debian 2.14; default: it and
+#                                   every core-* venv), and once the kubespray
+#                                   releases with their own Ansible and the
+#                                   refusals
+#        matrix.sh full VENV        every end-to-end test under VENV
+#
+# bed and full need a running bed (testbed/bin/bed up); each test runs in a
+# hold of its own of BED_USE_LOCK (a shared machine's bed lock, if set) and
+# puts the bed back in its default shape before the hold ends.
 #
 # Builds the venvs it needs first (venvs.sh build). Prints one line per
 # version and suite, then a table; exits 1 if anything failed. Logs go to
@@ -38,7 +45,7 @@ suite() { # VENV SUITE LOGNAME CMD... : run CMD, record ok/FAIL
 # (a bare ansible-core, kubespray 2.16's Ansible 2.9, which run no role of
 # heatsible's: one lacks the collections the roles use, the other runs only
 # kubespray) only the parser's, through heatsible's callback.
-ROLE_VENVS=(core-2.14 core-2.16 core-2.17 core-2.18 core-2.19)
+ROLE_VENVS=(core-2.14 core-2.15 core-2.16 core-2.17 core-2.18 core-2.19)
 unit() {
   local v d
   [ $# -gt 0 ] || set -- "${ROLE_VENVS[@]}" core-2.19-bare kubespray-2.16
@@ -62,6 +69,54 @@ unit() {
     env PATH="$d/bin:$PATH" go test -count=1 -run '^TestAnsibleLint$' ./roles/
 }
 
+# The scenarios that matter most, under each version of heatsible's roles:
+# instantiate-end and its re-run with 0 changed (TestInstantiateEnd), --check
+# with its report (TestCheckChangesNothing), the storage server's heal with
+# its refusal, exit 6 (TestHealStorageServer), a failed task, exit 4
+# (TestNFSServerDownDuringVerify), and which Ansible ran (TestAnsibleInUse).
+KEY_TESTS=(TestAnsibleInUse TestInstantiateEnd TestCheckChangesNothing TestHealStorageServer TestNFSServerDownDuringVerify)
+# Once, whatever BED_ANSIBLE: kubespray releases with their own Ansible, and
+# the refusals.
+ONCE_TESTS=(TestKubesprayAnsibleSplit TestAnsibleRefused)
+
+# hold CMD...: run CMD holding the shared machine's bed lock (BED_USE_LOCK,
+# e.g. /work/bed-use.lock; none: no lock), one short hold per call.
+hold() {
+  if [ -n "${BED_USE_LOCK:-}" ]; then flock -w 10800 "$BED_USE_LOCK" "$@"; else "$@"; fi
+}
+
+# e2e VENV TEST...: with the bed's requests naming VENV (BED_ANSIBLE; "" for
+# the ansible host's own Ansible), run each test in a hold of its own, and
+# put the bed back (bed up without knobs) before the hold ends.
+e2e() {
+  local v=$1 label=${1:-debian-2.14} t; shift
+  for t in "$@"; do
+    # shellcheck disable=SC2016  # expanded by the inner sh
+    suite "$label" "$t" "bed-$label-$t" hold sh -c '
+      v=$1 t=$2
+      trap "testbed/bin/bed up >/dev/null 2>&1" EXIT
+      BED_ANSIBLE=$v testbed/bin/bed up >/dev/null 2>&1 || { echo "bed up BED_ANSIBLE=$v failed"; exit 1; }
+      HEATSIBLE_BED=$PWD/testbed/run HEATSIBLE_HEAT_ENV=$PWD/testbed/run/heat/env \
+        go test -p 1 -count=1 -timeout 30m -v -run "^$t\$" ./internal/e2e' sh "$v" "$t"
+  done
+}
+
+bed_matrix() {
+  [ $# -gt 0 ] || set -- "" "${ROLE_VENVS[@]}"
+  "$VENVS" build "${ROLE_VENVS[@]}" core-2.19-bare ansible-11.13.0 kubespray-2.29 kubespray-2.27 kubespray-2.16
+  local v
+  for v in "$@"; do e2e "$v" "${KEY_TESTS[@]}"; done
+  e2e "" "${ONCE_TESTS[@]}"
+}
+
+# full VENV: every end-to-end test under VENV, one hold each.
+full() {
+  local v=${1:?usage: matrix.sh full VENV} tests
+  "$VENVS" build "$v"
+  mapfile -t tests < <(grep -ho '^func Test[A-Za-z0-9_]*' internal/e2e/*_test.go | sed 's/^func //' | grep -vx TestMain | sort)
+  e2e "$v" "${tests[@]}"
+}
+
 table() {
   printf '\n| venv | suite | result | s |\n|---|---|---|---|\n'
   local r; for r in "${results[@]}"; do IFS='|' read -r a b c e <<< "$r"; printf '| %s | %s | %s | %s |\n' "$a" "$b" "$c" "$e"; done
@@ -71,7 +126,9 @@ table() {
 cmd=${1:-}; shift || true
 case $cmd in
   unit) unit "$@" ;;
-  *) echo "usage: matrix.sh unit [VENV...] | bed [VENV...]" >&2; exit 2 ;;
+  bed) bed_matrix "$@" ;;
+  full) full "$@" ;;
+  *) echo "usage: matrix.sh unit [VENV...] | bed [VENV...] | full VENV" >&2; exit 2 ;;
 esac
 table
 for r in "${results[@]}"; do case $r in *"|FAIL"*) exit 1 ;; esac; done

@@ -30,11 +30,12 @@ VERSION=1   # bump to rebuild every venv
 # venv's site-packages (what `ansible-galaxy collection install -p` does,
 # without Galaxy: this machine reaches PyPI only); "pip ..." is pip's own
 # arguments. The ansible package versions are the ones that go with each
-# ansible-core: 7 with 2.14 (Debian 12 ships 7.7.0), 9 with 2.16 (kubespray
+# ansible-core: 7 with 2.14 (Debian 12 ships 7.7.0), 8 with 2.15, 9 with 2.16 (kubespray
 # 2.25-2.28 pin 9.x), 10 with 2.17 (kubespray 2.29-2.30 pin 10.7.0), 11
 # with 2.18 (kubespray main pins 11.13.0), 12 with 2.19.
 declare -A SPEC=(
   [core-2.14]="core 2.14.18 +ansible 7.7.0"
+  [core-2.15]="core 2.15.13 +ansible 8.7.0"
   [core-2.16]="core 2.16.19 +ansible 9.13.0"
   [core-2.17]="core 2.17.14 +ansible 10.7.0"
   [core-2.18]="core 2.18.19 +ansible 11.13.0"
@@ -44,6 +45,11 @@ declare -A SPEC=(
   # kubespray main's requirements.txt (46dbdd399, as v2.31.0's): the venv
   # kubespray's docs have operators make
   [ansible-11.13.0]="pip ansible==11.13.0 bcrypt<6 cryptography==50.0.0 jmespath==1.1.0 netaddr==1.3.0 passlib==1.7.4"
+  # kubespray v2.27.0's and v2.29.0's requirements.txt (ansible-core 2.16
+  # and 2.17, with every collection kubespray uses, and netaddr, which its
+  # ansible_version.yml checks)
+  [kubespray-2.27]="pip ansible==9.13.0 cryptography==44.0.0 jmespath==1.0.1 netaddr==1.3.0"
+  [kubespray-2.29]="pip ansible==10.7.0 cryptography==46.0.2 jmespath==1.0.1 netaddr==1.3.0"
   # kubespray v2.16.0's requirements.txt (the release Tacker's kubespray
   # guide documents): Ansible 2.9.20 and its Jinja, built from source (no
   # wheels for Python 3.11); without cryptography 2.8, pbr and ruamel.yaml,
@@ -52,7 +58,7 @@ declare -A SPEC=(
   # the newest ansible-lint, under the newest ansible-core
   [lint]="core 2.19.14 +ansible 12.3.0 pip ansible-lint==26.10.1"
 )
-NAMES=(core-2.14 core-2.16 core-2.17 core-2.18 core-2.19 core-2.19-bare ansible-11.13.0 kubespray-2.16 lint)
+NAMES=(core-2.14 core-2.15 core-2.16 core-2.17 core-2.18 core-2.19 core-2.19-bare ansible-11.13.0 kubespray-2.29 kubespray-2.27 kubespray-2.16 lint)
 COLLECTIONS=(ansible/posix community/general)
 
 log() { printf '[venvs %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
