@@ -208,6 +208,7 @@ func TestProbeRealAnsibles(t *testing.T) {
 		{name: "Debian 12", setting: "/usr/bin/ansible-playbook", version: "2.14."},
 		{name: "core-2.14", version: "2.14."},
 		{name: "core-2.15", version: "2.15."},
+		{name: "mitogen-2.14", version: "2.14."},
 		{name: "core-2.16", version: "2.16."},
 		{name: "core-2.17", version: "2.17."},
 		{name: "core-2.18", version: "2.18."},

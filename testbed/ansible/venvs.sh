@@ -55,10 +55,15 @@ declare -A SPEC=(
   # wheels for Python 3.11); without cryptography 2.8, pbr and ruamel.yaml,
   # which kubespray's own plugins and inventory builder use, not Ansible
   [kubespray-2.16]="pip-src ansible==2.9.20 jinja2==2.11.3 MarkupSafe==1.1.1 netaddr==0.7.19 jmespath==0.9.5"
+  # Mitogen for Ansible (its strategy plugin) with ansible-core 2.14, for
+  # make bench beside core-2.14 (docs/performance.md): bin/ansible-playbook
+  # is a wrapper that turns the mitogen_linear strategy on (ANSIBLE_STRATEGY
+  # and ANSIBLE_STRATEGY_PLUGINS, which beat any ansible.cfg)
+  [mitogen-2.14]="mitogen core 2.14.18 +ansible 7.7.0 pip mitogen==0.3.54"
   # the newest ansible-lint, under the newest ansible-core
   [lint]="core 2.19.14 +ansible 12.3.0 pip ansible-lint==26.10.1"
 )
-NAMES=(core-2.14 core-2.15 core-2.16 core-2.17 core-2.18 core-2.19 core-2.19-bare ansible-11.13.0 kubespray-2.29 kubespray-2.27 kubespray-2.16 lint)
+NAMES=(core-2.14 core-2.15 core-2.16 core-2.17 core-2.18 core-2.19 core-2.19-bare ansible-11.13.0 kubespray-2.29 kubespray-2.27 kubespray-2.16 mitogen-2.14 lint)
 COLLECTIONS=(ansible/posix community/general)
 
 log() { printf '[venvs %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
@@ -84,9 +89,10 @@ ansible_wheel() { # VERSION -> path of the wheel
 build() {
   local n=$1 d=$DIR/$1 t0=$SECONDS
   # shellcheck disable=SC2206  # the spec is words
-  local words=(${SPEC[$n]}) pip=() colls="" binary=(--only-binary=:all:)
+  local words=(${SPEC[$n]}) pip=() colls="" binary=(--only-binary=:all:) mitogen=0
   while [ ${#words[@]} -gt 0 ]; do
     case ${words[0]} in
+      mitogen) mitogen=1; words=("${words[@]:1}") ;;
       core) pip+=("ansible-core==${words[1]}"); words=("${words[@]:2}") ;;
       +ansible) colls=${words[1]}; words=("${words[@]:2}") ;;
       pip) pip+=("${words[@]:1}"); words=() ;;
@@ -114,6 +120,15 @@ with zipfile.ZipFile(whl) as z:
             sys.exit("%s has no %s" % (whl, c))
     z.extractall(site, members)
 EOF
+  fi
+  if [ "$mitogen" = 1 ]; then
+    local strat
+    strat=$("$d/bin/python" -c 'import ansible_mitogen.plugins.strategy as s, os; print(os.path.dirname(s.__file__))') \
+      || { rm -rf "$d"; die "$n: no ansible_mitogen in it"; }
+    mv "$d/bin/ansible-playbook" "$d/bin/ansible-playbook.real"
+    printf '#!/bin/sh\n# Mitogen for Ansible: its strategy for every play this ansible-playbook runs (venvs.sh)\nANSIBLE_STRATEGY_PLUGINS=%s\nANSIBLE_STRATEGY=mitogen_linear\nexport ANSIBLE_STRATEGY_PLUGINS ANSIBLE_STRATEGY\nexec %s "$@"\n' \
+      "$strat" "$d/bin/ansible-playbook.real" > "$d/bin/ansible-playbook"
+    chmod 755 "$d/bin/ansible-playbook"
   fi
   # byte-compile now: in a host the venv is read-only to the user who runs it
   "$d/bin/python" -m compileall -q "$d/lib" >/dev/null 2>&1 || true
