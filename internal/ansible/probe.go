@@ -163,8 +163,13 @@ func CheckAnsible(w AnsibleWant, f AnsibleFound, where string) error {
 	unsupported := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrAnsibleUnsupported, fmt.Sprintf(format, args...))
 	}
-	if f.Error != "" {
-		return unsupported("%s: no ansible-playbook to run %s with: %s. %s", where, who, f.Error, getOne(w, setting))
+	switch {
+	case f.Error == "not found" && f.Path != "":
+		return unsupported("%s: %s: no ansible-playbook to run %s with: %s is not there (or not an executable file). %s", where, setting, who, f.Path, getOne(w, setting))
+	case f.Error == "not found":
+		return unsupported("%s: %s: no ansible-playbook to run %s with: none in the PATH of the login. %s", where, setting, who, getOne(w, setting))
+	case f.Error != "":
+		return unsupported("%s: %s: no ansible-playbook to run %s with: %s. %s", where, setting, who, f.Error, getOne(w, setting))
 	}
 	if f.Version == "" {
 		return unsupported("%s: %s: could not tell its version. %s", where, f.Path, getOne(w, setting))
@@ -378,7 +383,7 @@ hs_resolve() {
 hs_probe() {
   f=$1 dir=$2 ap=$3 want=$4
   if [ -z "$ap" ] || [ ! -f "$ap" ] || [ ! -x "$ap" ]; then
-    printf 'ansible %s {"error":"not found"}\n' "$f"; return 0
+    printf 'ansible %s {"error":"not found","path":"%s"}\n' "$f" "$(printf '%s' "$ap" | tr -d '"\\')"; return 0
   fi
   case $ap in /*) ;; *) ap=$(cd "$(dirname -- "$ap")" && pwd)/${ap##*/} ;; esac
   py= line=

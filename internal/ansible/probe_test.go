@@ -90,7 +90,7 @@ func TestProbeAndCheck(t *testing.T) {
 			refuse: []string{"ansible-core 2.20.0; heatsible supports ansible-core 2.14 to 2.19"}},
 		{name: "a bare ansible-core", want: roles(bare), version: "2.19.14", venv: bare,
 			refuse: []string{"(ansible-core 2.19.14) has no ansible.posix, no community.general; heatsible's roles use ansible.posix.mount and community.general.filesystem", "ansible-galaxy collection install ansible.posix community.general"}},
-		{name: "no such file", want: roles("/nonexistent/ansible-playbook"), refuse: []string{"no ansible-playbook to run heatsible's roles with: not found"}},
+		{name: "no such file", want: roles("/nonexistent/ansible-playbook"), refuse: []string{`ansible.ansible_playbook "/nonexistent/ansible-playbook": no ansible-playbook to run heatsible's roles with: /nonexistent/ansible-playbook is not there`}},
 		{name: "kubespray's needs no collection", want: AnsibleWant{For: ForKubespray, Setting: bare}, version: "2.19.14", venv: bare},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

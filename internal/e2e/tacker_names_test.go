@@ -17,15 +17,7 @@ import (
 func TestKubesprayTackerNames(t *testing.T) {
 	b := needBed(t)
 	inv := b.env["BED_KUBESPRAY_ROOT"] + "/inventory/heatsible/hosts.yaml"
-	// Put back whatever is there now, first.
-	was, err := b.try("ansible", "sh", "-c", "test -f "+inv+" && base64 -w0 "+inv)
-	t.Cleanup(func() {
-		if err == nil {
-			b.exec(t, "ansible", "sh", "-c", "echo "+strings.TrimSpace(was)+" | base64 -d > "+inv)
-		} else {
-			b.exec(t, "ansible", "rm", "-f", inv)
-		}
-	})
+	b.keepFile(t, "ansible", inv) // put back whatever is there now, first
 	nodes := b.topology(t)
 	var hosts, masters, workers strings.Builder
 	var worker string
@@ -66,8 +58,8 @@ func TestKubesprayTackerNames(t *testing.T) {
 				t.Errorf("%s: the refusal does not say %q\n%s", op[0], want, tail(out+errs, 10))
 			}
 		}
-		if r := parseRun(t, out); len(r.Recap) != 0 {
-			t.Errorf("%s: a playbook ran: %v", op[0], r.Recap)
+		if strings.Contains(out+errs, `"recap"`) {
+			t.Errorf("%s: a playbook ran:\n%s", op[0], tail(out+errs, 20))
 		}
 	}
 	if recs := b.ksRecords(t, seq); len(recs) != 0 {
