@@ -14,6 +14,7 @@
 #                                   releases with their own Ansible and the
 #                                   refusals
 #        matrix.sh full VENV        every end-to-end test under VENV
+#        matrix.sh tests VENV TEST...  these end-to-end tests under VENV
 #
 # bed and full need a running bed (testbed/bin/bed up); each test runs in a
 # hold of its own of BED_USE_LOCK (a shared machine's bed lock, if set) and
@@ -128,7 +129,8 @@ case $cmd in
   unit) unit "$@" ;;
   bed) bed_matrix "$@" ;;
   full) full "$@" ;;
-  *) echo "usage: matrix.sh unit [VENV...] | bed [VENV...] | full VENV" >&2; exit 2 ;;
+  tests) v=${1?usage: matrix.sh tests VENV TEST...}; shift; [ -z "$v" ] || "$VENVS" build "$v"; e2e "$v" "$@" ;;
+  *) echo "usage: matrix.sh unit [VENV...] | bed [VENV...] | full VENV | tests VENV TEST..." >&2; exit 2 ;;
 esac
 table
 for r in "${results[@]}"; do case $r in *"|FAIL"*) exit 1 ;; esac; done
