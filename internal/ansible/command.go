@@ -263,6 +263,15 @@ func runEnv(b *Bundle, root string, opts PlaybookOptions) []string {
 		// load.
 		"ANSIBLE_CALLBACK_PLUGINS="+root+"/"+CallbackDir+":~/.ansible/plugins/callback:/usr/share/ansible/plugins/callback",
 		"ANSIBLE_HOST_KEY_CHECKING=True",
+		// ansible-core 2.19 gives ssh the node's password through
+		// SSH_ASKPASS and starts it in a session of its own (setsid), out of
+		// reach of the signals that stop a run: after heatsible was killed,
+		// an ssh of its run went on running a task on a node
+		// (TestKilledRunIsSwept under 2.19). With sshpass, as every
+		// ansible-core before 2.19 has it, ssh stays in its worker's
+		// group, which 2.19 stops with the worker (earlier versions do not
+		// know the setting).
+		"ANSIBLE_SSH_PASSWORD_MECHANISM=sshpass",
 		"ANSIBLE_NOCOLOR=1",
 		"ANSIBLE_FORCE_COLOR=0",
 		// Ansible leaves flushing to Python: without this the events

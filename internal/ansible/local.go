@@ -7,6 +7,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,7 +45,7 @@ func (LocalRunner) Run(ctx context.Context, b *Bundle, opts PlaybookOptions) (*R
 		return nil, fmt.Errorf("running %s: %w", argv[0], err)
 	}
 	r := newRun(b, argv, dir, opts)
-	px := &procExec{dir: dir, env: append(withVenvPath(cleanEnv(os.Environ()), opts.Venv), runEnv(b, b.Dir, opts)...)}
+	px := &procExec{dir: dir, env: append(withVenvPath(cleanEnv(os.Environ()), opts.Venv), runEnv(b, b.Dir, opts)...), marker: b.Dir}
 
 	// Hand DefaultExecute exactly the argv Command built and checked.
 	exe := execute.NewDefaultExecute(
@@ -89,6 +90,9 @@ func (c fixedCommand) String() string             { return strings.Join(c, " ") 
 type procExec struct {
 	dir string
 	env []string
+	// marker is in the command line of every process of the run (the
+	// bundle's directory): see runProcs.
+	marker string
 
 	mu     sync.Mutex
 	cmd    *osexec.Cmd
@@ -123,12 +127,25 @@ func (p *procExec) CommandContext(ctx context.Context, name string, arg ...strin
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	c.Cancel = func() error {
 		pid := c.Process.Pid
-		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		signalRun(pid, p.marker, syscall.SIGTERM)
 		go func() {
+			// ansible-playbook may be gone before its workers (2.19's
+			// stop on its word, in sessions of their own): what is left
+			// of the run after killGrace is killed, whatever its group.
+			deadline := time.After(killGrace)
 			select {
 			case <-p.waitedCh():
-			case <-time.After(killGrace):
-				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			case <-deadline:
+				signalRun(pid, p.marker, syscall.SIGKILL)
+				return
+			}
+			for len(runProcs(p.marker)) > 0 {
+				select {
+				case <-deadline:
+					signalRun(pid, p.marker, syscall.SIGKILL)
+					return
+				case <-time.After(200 * time.Millisecond):
+				}
 			}
 		}()
 		return nil
@@ -155,10 +172,56 @@ func (p *procExec) kill() string {
 	default:
 	}
 	pid := c.Process.Pid
-	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+	if err := signalRun(pid, p.marker, syscall.SIGKILL); err != nil {
 		return fmt.Sprintf("left behind: ansible-playbook (pid %d) on this machine: killing its process group: %v", pid, err)
 	}
 	return fmt.Sprintf("stopped: ansible-playbook (pid %d) on this machine and its process group, with SIGKILL", pid)
+}
+
+// signalRun sends sig to the run's process group (pgid) and to every
+// process of the run outside it, with theirs: ansible-core 2.19 starts
+// each worker in a session of its own (os.setsid in WorkerProcess), and
+// the ssh and module processes of a worker in the worker's group, so that
+// a signal to ansible-playbook's group alone reached none of them (seen:
+// a worker, and an ssh running a task on a node, left after a cancel).
+// It returns the error of the signal to the group.
+func signalRun(pgid int, marker string, sig syscall.Signal) error {
+	err := syscall.Kill(-pgid, sig)
+	for _, pid := range runProcs(marker) {
+		_ = syscall.Kill(-pid, sig) // a worker leads its group: its ssh, its modules
+		_ = syscall.Kill(pid, sig)
+	}
+	return err
+}
+
+// runProcs are the processes of this machine whose command line holds
+// marker, the run's bundle directory (ansible-playbook and its workers,
+// which are forks of it), but not a shell's "-c" script that names it.
+func runProcs(marker string) []int {
+	if marker == "" {
+		return nil
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	self := os.Getpid()
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !strings.Contains(string(b), marker) {
+			continue
+		}
+		if args := strings.Split(string(b), "\x00"); len(args) > 1 && args[1] == "-c" {
+			continue
+		}
+		out = append(out, pid)
+	}
+	return out
 }
 
 func (p *procExec) waitedCh() chan struct{} {

@@ -78,6 +78,9 @@ type AnsibleWant struct {
 	// BoundsFiles are kubespray's ansible_version.yml candidates: the
 	// first that exists gives kubespray's own bounds.
 	BoundsFiles []string
+	// SSHPass: Ansible logs in to the nodes with passwords, through sshpass
+	// (runEnv's ANSIBLE_SSH_PASSWORD_MECHANISM), which must be in PATH.
+	SSHPass bool
 }
 
 // AnsibleFound is what the probe found for one AnsibleWant.
@@ -93,6 +96,8 @@ type AnsibleFound struct {
 	Collections map[string]CollectionFound `json:"collections,omitempty"`
 	// Bounds are kubespray's own, from its ansible_version.yml.
 	Bounds *Bounds `json:"bounds,omitempty"`
+	// SSHPass: sshpass is in the PATH the run gets.
+	SSHPass bool `json:"sshpass"`
 	// Error says why nothing usable was found.
 	Error string `json:"error,omitempty"`
 }
@@ -188,6 +193,9 @@ func CheckAnsible(w AnsibleWant, f AnsibleFound, where string) error {
 			return unsupported("%s: %s runs kubespray with %s, which is %s %s, but this kubespray's %s wants %s <= version < %s (it would stop there itself, after heatsible's first changes). Install the Ansible of this kubespray release's requirements.txt in a virtualenv (python3 -m venv %s/venv && %s/venv/bin/pip install -r %s/requirements.txt) and give it as ansible.kubespray_ansible_playbook (or --kubespray-ansible-playbook), or leave that unset: heatsible then finds %s/venv",
 				where, setting, f.Path, coreName(f.Version), f.Version, b.File, b.Min, b.Max, w.Dir, w.Dir, w.Dir, w.Dir)
 		}
+	}
+	if w.SSHPass && !f.SSHPass {
+		return unsupported("%s: no sshpass in the PATH %s runs with: Ansible logs in to the nodes with the request's passwords through it (every ansible-core before 2.19 needs it for that, and heatsible has 2.19 use it too, so that a cancelled run stops its ssh). Install it (Debian, Ubuntu: apt install sshpass)", where, f.Path)
 	}
 	var missing []string
 	names := make([]string, 0, len(w.Collections))
@@ -293,9 +301,9 @@ func versionParts(v string) []int {
 // probePy runs with the interpreter of the ansible-playbook it probes
 // (Python 3.6+, Ansible 2.9+): argv FOR PATH VENV WANT_JSON; it prints
 // "ansible FOR {json}" (AnsibleFound) and never fails.
-const probePy = `import json, os, re, sys
+const probePy = `import json, os, re, shutil, sys
 f, ap, venv, want = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
-out = {"for": f, "path": ap, "python": sys.executable}
+out = {"for": f, "path": ap, "python": sys.executable, "sshpass": bool(shutil.which("sshpass"))}
 if venv:
     out["venv"] = venv
 def done():

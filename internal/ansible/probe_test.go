@@ -176,6 +176,31 @@ func TestProbeKubespray(t *testing.T) {
 	}
 }
 
+// TestCheckSSHPass: with passwords for the nodes, an Ansible without
+// sshpass in its PATH is refused, saying how to get it; without, it is not.
+func TestCheckSSHPass(t *testing.T) {
+	f := AnsibleFound{For: ForRoles, Path: "/x/bin/ansible-playbook", Version: "2.19.14",
+		Collections: map[string]CollectionFound{"ansible.posix": {Path: "p"}, "community.general": {Path: "g"}}}
+	w := AnsibleWant{For: ForRoles, Collections: RoleCollections, SSHPass: true}
+	err := CheckAnsible(w, f, "here")
+	if !errors.Is(err, ErrAnsibleUnsupported) || !strings.Contains(err.Error(), "no sshpass in the PATH /x/bin/ansible-playbook runs with") || !strings.Contains(err.Error(), "apt install sshpass") {
+		t.Errorf("CheckAnsible without sshpass = %v", err)
+	}
+	f.SSHPass = true
+	if err := CheckAnsible(w, f, "here"); err != nil {
+		t.Errorf("with sshpass: %v", err)
+	}
+	f.SSHPass, w.SSHPass = false, false
+	if err := CheckAnsible(w, f, "here"); err != nil {
+		t.Errorf("no passwords: %v", err)
+	}
+	if _, err := exec.LookPath("sshpass"); err == nil {
+		if got := probeOne(t, AnsibleWant{For: ForKubespray, Setting: fakeAnsible(t, "2.18.19", false)}); !got.SSHPass {
+			t.Errorf("sshpass is in PATH here, the probe says %+v", got)
+		}
+	}
+}
+
 func TestVersionLess(t *testing.T) {
 	for _, tc := range []struct {
 		a, b string

@@ -213,13 +213,16 @@ func remoteScript(stage, dir string, argv, env []string) string {
 		"run=$! sshd=$PPID watch=\n" +
 		"if [ \"$sshd\" -gt 1 ] 2>/dev/null && [ -d /proc/\"$sshd\" ]; then\n" +
 		"  (\n" +
+		sweepFunc(stage) +
 		"    while kill -0 \"$run\" 2>/dev/null; do\n" +
 		"      if [ ! -d /proc/\"$sshd\" ]; then\n" +
 		"        trap '' TERM\n" +
 		"        kill -TERM 0\n" +
+		"        hs_sweep TERM\n" +
 		"        i=0\n" +
 		"        while kill -0 \"$run\" 2>/dev/null && [ $i -lt " + fmt.Sprint(watchdogGrace) + " ]; do sleep 1; i=$((i+1)); done\n" +
 		"        rm -rf -- " + remote.ShellQuote(stage) + "\n" +
+		"        hs_sweep KILL\n" +
 		"        kill -KILL 0\n" +
 		"      fi\n" +
 		"      sleep 1\n" +
@@ -234,6 +237,24 @@ func remoteScript(stage, dir string, argv, env []string) string {
 		// gone. The watchdog was just stopped, so clean up here.
 		"if [ -n \"$watch\" ] && [ ! -d /proc/\"$sshd\" ]; then rm -rf -- " + remote.ShellQuote(stage) + "; fi\n" +
 		"exit $rc"
+}
+
+// sweepFunc defines hs_sweep SIG: SIG to every process whose command line
+// holds the staging directory (ansible-playbook and its workers, and each
+// one's process group), but shells whose "-c" script names it (this one).
+// ansible-core 2.19 starts each worker in a session of its own, so that
+// "kill 0" reaches none of them, nor the ssh and module processes in their
+// groups (signalRun is the same on this machine).
+func sweepFunc(stage string) string {
+	return "    hs_sweep() {\n" +
+		"      for d in /proc/[0-9]*; do\n" +
+		"        a=$(tr '\\000' '\\n' < \"$d/cmdline\" 2>/dev/null) || continue\n" +
+		"        case $a in *" + remote.ShellQuote(stage) + "*) ;; *) continue ;; esac\n" +
+		"        [ \"$(printf '%s\\n' \"$a\" | sed -n 2p)\" = -c ] && continue\n" +
+		"        p=${d#/proc/}\n" +
+		"        kill -s \"$1\" -- \"-$p\" 2>/dev/null; kill -s \"$1\" \"$p\" 2>/dev/null\n" +
+		"      done\n" +
+		"    }\n"
 }
 
 // keepEnvScript sets the positional parameters to NAME=value for each

@@ -72,9 +72,12 @@ func KubesprayVenvs(root string) []string {
 // why kubespray is left out of this run, "" if it is not).
 func ansibleWants(req *params.Request, s AnsibleSettings, files *OpFiles, skip string) []ansible.AnsibleWant {
 	roles, kubespray := s.resolve(req)
+	c := req.Cluster
+	passwords := (c.MasterNode != nil && c.MasterNode.Password != "") || (c.WorkerNode != nil && c.WorkerNode.Password != "") ||
+		(c.StorageServer != nil && c.StorageServer.Password != "") || (c.ExternalLBParam != nil && c.ExternalLBParam.SSHPassword != "")
 	var wants []ansible.AnsibleWant
 	if len(files.Playbook) > 0 {
-		wants = append(wants, ansible.AnsibleWant{For: ansible.ForRoles, Setting: roles, Collections: ansible.RoleCollections})
+		wants = append(wants, ansible.AnsibleWant{For: ansible.ForRoles, Setting: roles, Collections: ansible.RoleCollections, SSHPass: passwords})
 	}
 	if skip != "" {
 		return wants
@@ -84,7 +87,7 @@ func ansibleWants(req *params.Request, s AnsibleSettings, files *OpFiles, skip s
 			continue
 		}
 		root := files.KubesprayRoot
-		w := ansible.AnsibleWant{For: ansible.ForKubespray, Setting: kubespray, Dir: root,
+		w := ansible.AnsibleWant{For: ansible.ForKubespray, Setting: kubespray, Dir: root, SSHPass: passwords,
 			BoundsFiles: []string{path.Join(root, "playbooks", "ansible_version.yml"), path.Join(root, "ansible_version.yml")}}
 		if kubespray == "" {
 			for _, v := range KubesprayVenvs(root) {
