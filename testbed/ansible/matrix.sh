@@ -62,8 +62,12 @@ unit() {
       for t in roles/*/tests roles/filter_tests; do [ -d "$t" ] || continue; "$0" -m unittest discover -s "$t" || exit 1; done' "$d/bin/python"
     # ansible-lint runs once, below, under the newest ansible-core with the
     # newest ansible-lint: the one on PATH here would not match this venv's.
-    suite "$v" "roles + internal/ansible (go)" "$v-go" env PATH="$d/bin:$PATH" \
+    suite "$v" "roles, internal/ansible (go)" "$v-go" env PATH="$d/bin:$PATH" \
       go test -count=1 -p 1 -skip '^TestAnsibleLint$' ./roles/ ./internal/ansible/
+    # the other packages whose tests run ansible-playbook: request values as
+    # data (internal/lcm), masking (redact, report), signals (cmd), the LB role
+    suite "$v" "lcm, redact, report, cmd, external-lb (go)" "$v-go-more" env PATH="$d/bin:$PATH" \
+      go test -count=1 -p 1 ./internal/lcm/ ./internal/redact/ ./internal/report/ ./cmd/heatsible/ ./contrib/external-lb/
   done
   d=$("$VENVS" path lint)
   suite lint "ansible-lint $("$d/bin/ansible-lint" --version 2>/dev/null | sed -n 's/^ansible-lint \([^ ]*\).*/\1/p' | tr -d '\033' | sed 's/\[[0-9;]*m//g')" lint \
