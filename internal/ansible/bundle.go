@@ -393,8 +393,11 @@ func (b *Bundle) Config(root string) []byte {
 			"retry_files_enabled": "False",
 			"interpreter_python":  "auto_silent",
 			"show_custom_stats":   "False",
-			// Lookup results (PV manifests) stay data (the default, pinned).
-			"allow_unsafe_lookups": "False",
+			// Lookup results (PV manifests) stay data: allow_unsafe_lookups
+			// keeps its default, False, which nothing can change (this is
+			// the only ansible.cfg read, and the environment is clean). It
+			// is not pinned here: ansible-core 2.19 deprecates the setting
+			// (lookups are always untrusted there) and warned on every run.
 		},
 		"ssh_connection": {
 			"pipelining": "True",

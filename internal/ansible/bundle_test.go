@@ -84,7 +84,6 @@ func TestNewBundleLayout(t *testing.T) {
 		"[ssh_connection]\n",
 		"pipelining = True\n",
 		`ssh_args = -o UserKnownHostsFile="/stage/known_hosts" -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes -o ControlMaster=auto -o ControlPersist=60s` + "\n",
-		"allow_unsafe_lookups = False\n",
 	} {
 		if !strings.Contains(cfg, want) {
 			t.Errorf("ansible.cfg lacks %q:\n%s", want, cfg)

@@ -404,3 +404,26 @@ func waitNoProcess(t *testing.T, pattern string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestRunWarnsNothing: a run with the bundle's ansible.cfg and environment
+// draws no warning from Ansible, whichever ansible-core runs it (under
+// ansible-core 2.19 a pinned allow_unsafe_lookups drew "[DEPRECATION
+// WARNING]: DEFAULT_ALLOW_UNSAFE_LOOKUPS option" on every run).
+func TestRunWarnsNothing(t *testing.T) {
+	needAnsible(t)
+	b, err := NewBundle(probeSpec(t, t.TempDir(), map[string]string{"node-a": ""}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	res, err := LocalRunner{}.Run(context.Background(), b, PlaybookOptions{})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, w := range []string{"[WARNING]", "[DEPRECATION WARNING]"} {
+		if strings.Contains(res.Stderr, w) {
+			t.Errorf("Ansible warned:\n%s", res.Stderr)
+			break
+		}
+	}
+}
