@@ -17,8 +17,9 @@
 #        matrix.sh tests VENV TEST...  these end-to-end tests under VENV
 #
 # bed and full need a running bed (testbed/bin/bed up); each test runs in a
-# hold of its own of BED_USE_LOCK (a shared machine's bed lock, if set) and
-# puts the bed back in its default shape before the hold ends.
+# hold of its own of BED_USE_LOCK (a shared machine's bed lock, if set;
+# MATRIX_BATCH=N: N tests to a hold) and puts the bed back in its default
+# shape before the hold ends.
 #
 # Builds the venvs it needs first (venvs.sh build). Prints one line per
 # version and suite, then a table; exits 1 if anything failed. Logs go to
@@ -91,18 +92,28 @@ hold() {
 }
 
 # e2e VENV TEST...: with the bed's requests naming VENV (BED_ANSIBLE; "" for
-# the ansible host's own Ansible), run each test in a hold of its own, and
-# put the bed back (bed up without knobs) before the hold ends.
+# the ansible host's own Ansible), run the tests, MATRIX_BATCH (default 1) to
+# a hold, and put the bed back (bed up without knobs) before each hold ends.
+# A test's result is read from go test -v's own line for it.
 e2e() {
-  local v=$1 label=${1:-debian-2.14} t; shift
-  for t in "$@"; do
+  local v=$1 label=${1:-debian-2.14} batch=${MATRIX_BATCH:-1} i t l re; shift
+  local tests=("$@")
+  for ((i = 0; i < ${#tests[@]}; i += batch)); do
+    local part=("${tests[@]:i:batch}") t0=$SECONDS
+    re=$(IFS='|'; echo "${part[*]}")
+    l=$LOGS/bed-$label-${part[0]}.log
     # shellcheck disable=SC2016  # expanded by the inner sh
-    suite "$label" "$t" "bed-$label-$t" hold sh -c '
-      v=$1 t=$2
+    hold sh -c '
+      v=$1 re=$2
       trap "testbed/bin/bed up >/dev/null 2>&1" EXIT
       BED_ANSIBLE=$v testbed/bin/bed up >/dev/null 2>&1 || { echo "bed up BED_ANSIBLE=$v failed"; exit 1; }
       HEATSIBLE_BED=$PWD/testbed/run HEATSIBLE_HEAT_ENV=$PWD/testbed/run/heat/env \
-        go test -p 1 -count=1 -timeout 30m -v -run "^$t\$" ./internal/e2e' sh "$v" "$t"
+        go test -p 1 -count=1 -timeout 60m -v -run "^($re)\$" ./internal/e2e' sh "$v" "$re" > "$l" 2>&1 || true
+    for t in "${part[@]}"; do
+      if grep -q "^--- PASS: $t " "$l"; then record "$label" "$t" ok $((SECONDS - t0))
+      elif grep -q "^--- SKIP: $t " "$l"; then record "$label" "$t" "skip ($l)" $((SECONDS - t0))
+      else record "$label" "$t" "FAIL ($l)" $((SECONDS - t0)); fi
+    done
   done
 }
 
