@@ -449,12 +449,36 @@ func (r *Result) Err() error {
 		}
 		return m
 	}
-	var errs []error
-	if hs := r.FailedHosts(); len(hs) > 0 {
-		errs = append(errs, &HostsError{Kind: ErrHostFailed, Hosts: hs, ExitCode: r.ExitCode, Messages: firstMsg(StatusFailed)})
+	// ansible-core 2.19 reports a host key it cannot verify, with a
+	// password login, as a failed task, not an unreachable host: it is
+	// one, for the exit code and the message.
+	hostKey := map[string]string{}
+	for _, e := range r.Events {
+		if e.Kind == KindResult && e.Status == StatusFailed && hostKeyRefusal(e.Msg) && hostKey[e.Host] == "" {
+			hostKey[e.Host] = e.Task + ": " + e.Msg
+		}
 	}
-	if hs := r.UnreachableHosts(); len(hs) > 0 {
-		errs = append(errs, &HostsError{Kind: ErrUnreachable, Hosts: hs, ExitCode: r.ExitCode, Messages: firstMsg(StatusUnreachable)})
+	var failed, unreachable []string
+	for _, h := range r.FailedHosts() {
+		if hostKey[h] == "" {
+			failed = append(failed, h)
+		}
+	}
+	unreachable = r.UnreachableHosts()
+	unreachableMsg := firstMsg(StatusUnreachable)
+	for h, m := range hostKey {
+		if !slices.Contains(unreachable, h) {
+			unreachable = append(unreachable, h)
+			unreachableMsg[h] = m
+		}
+	}
+	sort.Strings(unreachable)
+	var errs []error
+	if len(failed) > 0 {
+		errs = append(errs, &HostsError{Kind: ErrHostFailed, Hosts: failed, ExitCode: r.ExitCode, Messages: firstMsg(StatusFailed)})
+	}
+	if len(unreachable) > 0 {
+		errs = append(errs, &HostsError{Kind: ErrUnreachable, Hosts: unreachable, ExitCode: r.ExitCode, Messages: unreachableMsg})
 	}
 	switch len(errs) {
 	case 0:
@@ -555,6 +579,8 @@ func (w *lineWriter) Close() {
 // with the error itself on the next line).
 func explainSSH(msg, fallback string) string {
 	switch {
+	case hostKeyRefusal(msg):
+		return fmt.Sprintf("host key of %s could not be verified: it is not in known_hosts, or it CHANGED (a rebuilt VM, or a man in the middle; ansible-core 2.19 does not say which when it logs in with a password); check its fingerprint on the VM's console, then fix --known-hosts", fallback)
 	case strings.Contains(msg, "REMOTE HOST IDENTIFICATION HAS CHANGED"),
 		strings.Contains(msg, "Host key verification failed"):
 		host := sshHost(msg)
@@ -586,6 +612,14 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.TrimSpace(strings.Join(lines, " | "))
+}
+
+// hostKeyRefusal reports whether msg is ansible-core 2.19's refusal of a
+// host key it cannot verify for a password login (its ssh plugin raises it
+// from "Host key verification failed", where older versions reported the
+// host unreachable with ssh's own words).
+func hostKeyRefusal(msg string) bool {
+	return strings.Contains(msg, "Using a SSH password instead of a key is not possible because Host Key checking is enabled")
 }
 
 // sshHost finds the address a host key failure is about: in Ansible's

@@ -208,3 +208,45 @@ func TestLoopFailureMessage(t *testing.T) {
 		})
 	}
 }
+
+// TestHostKeyRefusalOf219IsUnreachable: ansible-core 2.19 reports a host
+// key it cannot verify, with a password login, as a failed task (seen on
+// the bed: TestChangedHostKey under 2.19 exited 4); heatsible counts the
+// host unreachable (exit code 3) and says what to check.
+func TestHostKeyRefusalOf219IsUnreachable(t *testing.T) {
+	p := newEventParser(nil, nil)
+	for _, l := range []string{
+		`{"_event":"v2_runner_on_failed","_timestamp":"t","hosts":{"worker-0":{"failed":true,"msg":"Task failed: Using a SSH password instead of a key is not possible because Host Key checking is enabled. Please add this host's fingerprint to your known_hosts file to manage this host.","action":"ansible.builtin.raw"}},"task":{"name":"nfs_client : Ask dpkg","id":"1"}}`,
+		`{"_event":"v2_runner_on_failed","_timestamp":"t","hosts":{"worker-1":{"failed":true,"msg":"non-zero return code","rc":1,"action":"ansible.builtin.raw"}},"task":{"name":"nfs_client : Ask dpkg","id":"1"}}`,
+		`{"_event":"v2_playbook_on_stats","_timestamp":"t","stats":{"worker-0":{"ok":0,"changed":0,"failures":1,"unreachable":0,"skipped":0,"rescued":0,"ignored":0},"worker-1":{"ok":0,"changed":0,"failures":1,"unreachable":0,"skipped":0,"rescued":0,"ignored":0}}}`,
+	} {
+		p.line(l)
+	}
+	r := &Result{ExitCode: 2}
+	r.Events, r.Recap, r.RecapComplete, r.Stdout = p.result()
+	err := r.Err()
+	var unreachable, failed *HostsError
+	for _, e := range unwrapAll(err) {
+		var he *HostsError
+		if errors.As(e, &he) {
+			if errors.Is(he, ErrUnreachable) {
+				unreachable = he
+			} else {
+				failed = he
+			}
+		}
+	}
+	if unreachable == nil || !slices.Equal(unreachable.Hosts, []string{"worker-0"}) || failed == nil || !slices.Equal(failed.Hosts, []string{"worker-1"}) {
+		t.Fatalf("Err() = %v, want worker-0 unreachable and worker-1 failed", err)
+	}
+	if want := "host key of worker-0 could not be verified: it is not in known_hosts, or it CHANGED"; !strings.Contains(unreachable.Error(), want) {
+		t.Errorf("%v, want %q in it", unreachable, want)
+	}
+}
+
+func unwrapAll(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}

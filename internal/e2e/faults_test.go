@@ -134,8 +134,11 @@ func TestChangedHostKey(t *testing.T) {
 			if code != 3 {
 				t.Fatalf("exit %d, want 3\n%s", code, tail(errs, 30))
 			}
+			// ansible-core 2.19, logging in with a password, reports a key it
+			// cannot verify without saying whether it changed.
+			alt := map[string]string{"host key of 10.231.1.20 CHANGED": "host key of " + worker + " could not be verified: it is not in known_hosts, or it CHANGED"}
 			for _, w := range tt.want {
-				if !strings.Contains(errs, w) {
+				if !strings.Contains(errs, w) && (alt[w] == "" || !strings.Contains(errs, alt[w])) {
 					t.Errorf("the error does not say %q:\n%s", w, tail(errs, 10))
 				}
 			}
