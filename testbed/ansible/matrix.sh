@@ -86,9 +86,10 @@ KEY_TESTS=(TestAnsibleInUse TestInstantiateEnd TestCheckChangesNothing TestHealS
 ONCE_TESTS=(TestKubesprayAnsibleSplit TestAnsibleRefused)
 
 # hold CMD...: run CMD holding the shared machine's bed lock (BED_USE_LOCK,
-# e.g. /work/bed-use.lock; none: no lock), one short hold per call.
+# e.g. /work/bed-use.lock; none: no lock), one short hold per call; -o: the
+# daemons a bed up starts inside the hold never inherit the lock.
 hold() {
-  if [ -n "${BED_USE_LOCK:-}" ]; then flock -w 10800 "$BED_USE_LOCK" "$@"; else "$@"; fi
+  if [ -n "${BED_USE_LOCK:-}" ]; then flock -o -w 10800 "$BED_USE_LOCK" "$@"; else "$@"; fi
 }
 
 # e2e VENV TEST...: with the bed's requests naming VENV (BED_ANSIBLE; "" for
