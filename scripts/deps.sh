@@ -5,7 +5,9 @@
 # Keystone/Heat, etcd) are installed by testbed/bin/bed and its parts.
 set -euo pipefail
 
-PKGS=(ansible ansible-lint sshpass openssh-server openssh-client libnfs-utils shellcheck curl time haproxy)
+# python3-venv: testbed/ansible/venvs.sh makes the ansible-core venvs the
+# tests run with it (docs/development.md, "The Ansible matrix")
+PKGS=(ansible ansible-lint sshpass openssh-server openssh-client libnfs-utils shellcheck curl time haproxy python3-venv)
 
 missing=()
 for p in "${PKGS[@]}"; do
