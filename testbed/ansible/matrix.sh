@@ -95,25 +95,32 @@ hold() {
 # e2e VENV TEST...: with the bed's requests naming VENV (BED_ANSIBLE; "" for
 # the ansible host's own Ansible), run the tests, MATRIX_BATCH (default 1) to
 # a hold, and put the bed back (bed up without knobs) before each hold ends.
-# A test's result is read from go test -v's own line for it.
+# A test's result and time are read from go test -v's own line for it.
+# MATRIX_NOT_AFTER (anything `date -d` reads, e.g. "2026-11-28 00:10"): a
+# hold that gets the lock after then runs nothing (a shared bed's deadline).
 e2e() {
-  local v=$1 label=${1:-debian-2.14} batch=${MATRIX_BATCH:-1} i t l re; shift
+  local v=$1 label=${1:-debian-2.14} batch=${MATRIX_BATCH:-1} i t l re dur not_after=""; shift
   local tests=("$@")
+  [ -z "${MATRIX_NOT_AFTER:-}" ] || not_after=$(date -d "$MATRIX_NOT_AFTER" +%s)
   for ((i = 0; i < ${#tests[@]}; i += batch)); do
     local part=("${tests[@]:i:batch}") t0=$SECONDS
     re=$(IFS='|'; echo "${part[*]}")
     l=$LOGS/bed-$label-${part[0]}.log
     # shellcheck disable=SC2016  # expanded by the inner sh
     hold sh -c '
-      v=$1 re=$2
+      v=$1 re=$2 not_after=$3
+      if [ -n "$not_after" ] && [ "$(date +%s)" -gt "$not_after" ]; then echo "matrix: not started: past MATRIX_NOT_AFTER"; exit 1; fi
       trap "testbed/bin/bed up >/dev/null 2>&1" EXIT
       BED_ANSIBLE=$v testbed/bin/bed up >/dev/null 2>&1 || { echo "bed up BED_ANSIBLE=$v failed"; exit 1; }
       HEATSIBLE_BED=$PWD/testbed/run HEATSIBLE_HEAT_ENV=$PWD/testbed/run/heat/env \
-        go test -p 1 -count=1 -timeout 60m -v -run "^($re)\$" ./internal/e2e' sh "$v" "$re" > "$l" 2>&1 || true
+        go test -p 1 -count=1 -timeout 60m -v -run "^($re)\$" ./internal/e2e' sh "$v" "$re" "$not_after" > "$l" 2>&1 || true
+    log "$label: ${part[*]}: the hold took $((SECONDS - t0)) s (bed up with BED_ANSIBLE=$v, the tests, bed up)"
     for t in "${part[@]}"; do
-      if grep -q "^--- PASS: $t " "$l"; then record "$label" "$t" ok $((SECONDS - t0))
-      elif grep -q "^--- SKIP: $t " "$l"; then record "$label" "$t" "skip ($l)" $((SECONDS - t0))
-      else record "$label" "$t" "FAIL ($l)" $((SECONDS - t0)); fi
+      dur=$(sed -n "s/^--- [A-Z]*: $t (\([0-9.]*\)s)\$/\1/p" "$l" | tail -1)
+      if grep -q '^matrix: not started' "$l"; then record "$label" "$t" "not run (past MATRIX_NOT_AFTER)" -
+      elif grep -q "^--- PASS: $t " "$l"; then record "$label" "$t" ok "$dur"
+      elif grep -q "^--- SKIP: $t " "$l"; then record "$label" "$t" "skip ($l)" "$dur"
+      else record "$label" "$t" "FAIL ($l)" "${dur:--}"; fi
     done
   done
 }
@@ -135,7 +142,7 @@ full() {
 }
 
 table() {
-  printf '\n| venv | suite | result | s |\n|---|---|---|---|\n'
+  printf '\n| venv | suite | result | s (go test'"'"'s own) |\n|---|---|---|---|\n'
   local r; for r in "${results[@]}"; do IFS='|' read -r a b c e <<< "$r"; printf '| %s | %s | %s | %s |\n' "$a" "$b" "$c" "$e"; done
   printf '\nlogs: %s\n' "$LOGS"
 }
