@@ -38,7 +38,7 @@ phase "the Ansibles the end-to-end tests run (venvs from PyPI, cached under /var
 # TestKubesprayAnsibleSplit (kubespray main's, 2.29's, 2.27's and 2.16's
 # pins) skip without them; the bed sees them as soon as they are built (it
 # binds the cache's directory into the Ansible host). Built from nothing
-# (no pip cache): 227 s here, 1.3 GB; cached: about 1 s.
+# (no pip cache): 227 s here, 1.9 GB; cached: about 1 s.
 testbed/ansible/venvs.sh build core-2.19-bare kubespray-2.16 kubespray-2.27 kubespray-2.29 ansible-11.13.0
 
 phase "go end-to-end tests on the bed"
