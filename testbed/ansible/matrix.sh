@@ -110,11 +110,13 @@ e2e() {
     hold sh -c '
       v=$1 re=$2 not_after=$3
       if [ -n "$not_after" ] && [ "$(date +%s)" -gt "$not_after" ]; then echo "matrix: not started: past MATRIX_NOT_AFTER"; exit 1; fi
+      echo "matrix: hold from $(date +%s)"
       trap "testbed/bin/bed up >/dev/null 2>&1" EXIT
       BED_ANSIBLE=$v testbed/bin/bed up >/dev/null 2>&1 || { echo "bed up BED_ANSIBLE=$v failed"; exit 1; }
       HEATSIBLE_BED=$PWD/testbed/run HEATSIBLE_HEAT_ENV=$PWD/testbed/run/heat/env \
         go test -p 1 -count=1 -timeout 60m -v -run "^($re)\$" ./internal/e2e' sh "$v" "$re" "$not_after" > "$l" 2>&1 || true
-    log "$label: ${part[*]}: the hold took $((SECONDS - t0)) s (bed up with BED_ANSIBLE=$v, the tests, bed up)"
+    local from; from=$(sed -n 's/^matrix: hold from \([0-9]*\)$/\1/p' "$l")
+    [ -z "$from" ] || log "$label: ${part[*]}: the hold took $(($(date +%s) - from)) s (bed up with BED_ANSIBLE=$v, the tests, bed up), $((SECONDS - t0)) s with the wait for the lock"
     for t in "${part[@]}"; do
       dur=$(sed -n "s/^--- [A-Z]*: $t (\([0-9.]*\)s)\$/\1/p" "$l" | tail -1)
       if grep -q '^matrix: not started' "$l"; then record "$label" "$t" "not run (past MATRIX_NOT_AFTER)" -
