@@ -221,7 +221,11 @@ func TestKubesprayKubeadmSANs(t *testing.T) {
 				}
 			}
 			cmd := exec.Command("ansible-playbook", "-i", "localhost,", "-e", "@"+filepath.Join(dir, "kubespray-vars.yml"), "-e", "out="+dir, filepath.Join(dir, "play.yml"))
-			cmd.Env = append(os.Environ(), "ANSIBLE_NOCOLOR=1", "ANSIBLE_LOCALHOST_WARNING=False")
+			// the interpreter pinned, as every other local-connection test
+			// does: ansible-core 2.16's discovery tries python3.12 first,
+			// and on a machine with pyenv's shims in PATH that is a shim
+			// without a python3.12 behind it
+			cmd.Env = append(os.Environ(), "ANSIBLE_NOCOLOR=1", "ANSIBLE_LOCALHOST_WARNING=False", "ANSIBLE_PYTHON_INTERPRETER=/usr/bin/python3")
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("ansible-playbook: %v\n%s", err, out)
 			}
