@@ -31,7 +31,7 @@ phase "the roles' filter plugins and host-side scripts (Python unit tests, roles
 make --no-print-directory role-tests
 
 phase "the newest ansible-core (2.19, a venv from PyPI) and ansible-lint: role and event-parser tests (make matrix runs every version)"
-testbed/ansible/matrix.sh unit core-2.19
+MATRIX_P=2 testbed/ansible/matrix.sh unit core-2.19
 
 phase "the Ansibles the end-to-end tests run (venvs from PyPI, cached under /var/cache/heatsible/ansible)"
 # TestAnsibleRefused (a bare ansible-core, kubespray 2.16's Ansible 2.9) and

@@ -21,6 +21,9 @@
 # MATRIX_BATCH=N: N tests to a hold) and puts the bed back in its default
 # shape before the hold ends.
 #
+# MATRIX_P: go test's -p for the unit suites (default 1; CI, which has the
+# machine to itself, runs 2 as its own unit tests do).
+#
 # Builds the venvs it needs first (venvs.sh build). Prints one line per
 # version and suite, then a table; exits 1 if anything failed. Logs go to
 # MATRIX_LOGS (default: a new directory under /tmp).
@@ -64,11 +67,11 @@ unit() {
     # ansible-lint runs once, below, under the newest ansible-core with the
     # newest ansible-lint: the one on PATH here would not match this venv's.
     suite "$v" "roles, internal/ansible (go)" "$v-go" env PATH="$d/bin:$PATH" \
-      go test -count=1 -p 1 -skip '^TestAnsibleLint$' ./roles/ ./internal/ansible/
+      go test -count=1 -p "${MATRIX_P:-1}" -skip '^TestAnsibleLint$' ./roles/ ./internal/ansible/
     # the other packages whose tests run ansible-playbook: request values as
     # data (internal/lcm), masking (redact, report), signals (cmd), the LB role
     suite "$v" "lcm, redact, report, cmd, external-lb (go)" "$v-go-more" env PATH="$d/bin:$PATH" \
-      go test -count=1 -p 1 ./internal/lcm/ ./internal/redact/ ./internal/report/ ./cmd/heatsible/ ./contrib/external-lb/
+      go test -count=1 -p "${MATRIX_P:-1}" ./internal/lcm/ ./internal/redact/ ./internal/report/ ./cmd/heatsible/ ./contrib/external-lb/
   done
   d=$("$VENVS" path lint)
   suite lint "ansible-lint $("$d/bin/ansible-lint" --version 2>/dev/null | sed -n 's/^ansible-lint \([^ ]*\).*/\1/p' | tr -d '\033' | sed 's/\[[0-9;]*m//g')" lint \
