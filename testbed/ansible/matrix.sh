@@ -115,9 +115,9 @@ e2e() {
       if [ -n "$not_after" ] && [ "$(date +%s)" -gt "$not_after" ]; then echo "matrix: not started: past MATRIX_NOT_AFTER"; exit 1; fi
       echo "matrix: hold from $(date +%s)"
       trap "testbed/bin/bed up >/dev/null 2>&1" EXIT
-      BED_ANSIBLE=$v testbed/bin/bed up >/dev/null 2>&1 || { echo "bed up BED_ANSIBLE=$v failed"; exit 1; }
+      BED_ANSIBLE=$v testbed/bin/bed up > "$4" 2>&1 || { echo "bed up BED_ANSIBLE=$v failed:"; tail -20 "$4"; exit 1; }
       HEATSIBLE_BED=$PWD/testbed/run HEATSIBLE_HEAT_ENV=$PWD/testbed/run/heat/env \
-        go test -p 1 -count=1 -timeout 60m -v -run "^($re)\$" ./internal/e2e' sh "$v" "$re" "$not_after" > "$l" 2>&1 || true
+        go test -p 1 -count=1 -timeout 60m -v -run "^($re)\$" ./internal/e2e' sh "$v" "$re" "$not_after" "${l%.log}.bed-up.log" > "$l" 2>&1 || true
     local from; from=$(sed -n 's/^matrix: hold from \([0-9]*\)$/\1/p' "$l")
     [ -z "$from" ] || log "$label: ${part[*]}: the hold took $(($(date +%s) - from)) s (bed up with BED_ANSIBLE=$v, the tests, bed up), $((SECONDS - t0)) s with the wait for the lock"
     for t in "${part[@]}"; do
