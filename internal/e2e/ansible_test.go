@@ -84,24 +84,33 @@ type ksVersionRecord struct {
 
 func (r ksVersionRecord) seq() int { return r.Seq }
 
+// rolesAnsible is how a run names the ansible-playbook that runs heatsible's
+// roles on the bed, up to its minor version: the venv of BED_ANSIBLE (which
+// the bed's requests name), or Debian 12's.
+func (b *bed) rolesAnsible(t *testing.T) string {
+	t.Helper()
+	v := b.env["BED_ANSIBLE"]
+	if v == "" {
+		return "/usr/bin/ansible-playbook (ansible-core 2.14."
+	}
+	want := b.venvPath(t, v) + "/bin/ansible-playbook (ansible-core "
+	if m := regexp.MustCompile(`^core-(2\.[0-9]+)`).FindStringSubmatch(v); m != nil {
+		want += m[1] + "."
+	}
+	return want
+}
+
 // TestAnsibleInUse: heatsible's roles run with the ansible-playbook the
 // request names (the bed's BED_ANSIBLE, ansible.ansible_playbook: the
 // matrix of testbed/ansible/matrix.sh runs the suite under each), and the
 // run says which one and its version.
 func TestAnsibleInUse(t *testing.T) {
 	b := needBed(t)
-	want := "/usr/bin/ansible-playbook (ansible-core 2.14."
-	if v := b.env["BED_ANSIBLE"]; v != "" {
-		want = b.venvPath(t, v) + "/bin/ansible-playbook (ansible-core "
-		if m := regexp.MustCompile(`^core-(2\.[0-9]+)`).FindStringSubmatch(v); m != nil {
-			want += m[1] + "."
-		}
-	}
 	code, _, errs, _ := b.heatsible(t, b.runArgs()...)
 	if code != 0 {
 		t.Fatalf("instantiate-end: exit %d\n%s", code, tail(errs, 30))
 	}
-	line := "heatsible: the Ansible host 10.231.0.10: heatsible's roles run with " + want
+	line := "heatsible: the Ansible host 10.231.0.10: heatsible's roles run with " + b.rolesAnsible(t)
 	if !strings.Contains(errs, line) {
 		t.Errorf("the run does not say %q:\n%s", line, tail(errs, 40))
 	}
@@ -191,7 +200,8 @@ func TestAnsibleRefused(t *testing.T) {
 // roles with the Ansible host's ansible-playbook in PATH. The stand-in
 // checks its release's bounds (ansible_version.yml) and records the version
 // it ran with; heatsible reads every playbook's events, kubespray 2.16's
-// Ansible 2.9 included.
+// Ansible 2.9 included. The roles' Ansible is BED_ANSIBLE's when the bed has
+// one (make matrix), Debian 12's 2.14 otherwise.
 func TestKubesprayAnsibleSplit(t *testing.T) {
 	b := needBed(t)
 	for _, tc := range []struct{ release, venv, version string }{
@@ -211,7 +221,7 @@ func TestKubesprayAnsibleSplit(t *testing.T) {
 			}
 			ks := b.env["BED_KUBESPRAY_ROOT"] + "/venv/bin/ansible-playbook ("
 			for _, w := range []string{
-				"heatsible's roles run with /usr/bin/ansible-playbook (ansible-core 2.14.",
+				"heatsible's roles run with " + b.rolesAnsible(t),
 				"kubespray runs with " + ks,
 				", virtualenv " + b.env["BED_KUBESPRAY_ROOT"] + "/venv",
 			} {
