@@ -192,6 +192,8 @@ func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts PlaybookOptions
 // and kills whatever is left. A run that ends on its own after sshd is gone
 // (ansible-playbook dies of SIGPIPE at its next write, often before the
 // watchdog's next poll) has its staging directory removed by the script.
+// A connection gone before the script starts its watchdog is the same case
+// (the watchdog's first look finds sshd gone).
 func remoteScript(stage, dir string, argv, env []string) string {
 	q := make([]string, len(argv))
 	for i, a := range argv {
@@ -211,7 +213,11 @@ func remoteScript(stage, dir string, argv, env []string) string {
 		venvPath + keepEnvScript +
 		"$lock env -i \"$@\" " + strings.Join(env, " ") + " " + strings.Join(q, " ") + " &\n" +
 		"run=$! sshd=$PPID watch=\n" +
-		"if [ \"$sshd\" -gt 1 ] 2>/dev/null && [ -d /proc/\"$sshd\" ]; then\n" +
+		// The watchdog starts even when sshd is gone already (the
+		// connection dropped before the script got here): its first look
+		// then stops the run and removes the stage. /proc/$$ (this shell)
+		// only says that there is a /proc to look in.
+		"if [ \"$sshd\" -gt 1 ] 2>/dev/null && [ -d /proc/$$ ]; then\n" +
 		"  (\n" +
 		sweepFunc(stage) +
 		"    while kill -0 \"$run\" 2>/dev/null; do\n" +

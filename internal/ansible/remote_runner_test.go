@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -595,5 +596,52 @@ func TestRemoteScriptRunDiesWithItsConnection(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+	}
+}
+
+// TestRemoteScriptConnectionGoneBeforeItLooks: the connection may drop
+// before the script gets to start its watchdog (a loaded Ansible host: the
+// run is already writing, heatsible is gone, sshd reaped). The run must
+// still be stopped and the staging directory removed. Here "sshd" starts
+// the script's shell, which takes sshd's pid as its $PPID at its start (as
+// a real session's does) and then waits half a second, while "sshd" exits
+// after 0.2 s and is reaped.
+// Before the fix the watchdog was started only when sshd was still there,
+// and the last cleanup only with a watchdog: the stage stayed (seen as
+// TestRemoteScriptRunDiesWithItsConnection's rare failure under load).
+func TestRemoteScriptConnectionGoneBeforeItLooks(t *testing.T) {
+	stage := filepath.Join(t.TempDir(), "heatsible-test-stage")
+	if err := os.Mkdir(stage, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stage, SecretsFile), []byte("secret: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writer := []string{"sh", "-c", "while :; do echo event || exit 1; sleep 0.02; done"}
+	script := remoteScript(stage, stage, writer, nil)
+	sshd := exec.Command("sh", "-c", `sh -c "sleep 0.5; $1" & sleep 0.2; exit 0`, "sh", script)
+	sshd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := sshd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sshd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pgid := sshd.Process.Pid
+	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+	_ = out
+	_ = sshd.Wait() // "sshd" exits at once: reaped, the pipe closed
+	bound := time.Duration(watchdogGrace+10) * time.Second
+	deadline := time.Now().Add(bound)
+	for {
+		if _, err := os.Stat(stage); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			ps, _ := exec.Command("ps", "-o", "pid,ppid,pgid,stat,etime,args", "-g", fmt.Sprint(pgid)).Output()
+			t.Fatalf("%s (secrets included) is still there %v after its connection was gone; its session's processes:\n%s", stage, bound, ps)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
