@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,9 +15,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/heatsible/heatsible/internal/hostpattern"
-	"gopkg.in/yaml.v3"
 )
 
 // The bed between tests.
@@ -34,8 +30,7 @@ import (
 //     claim), no claim, and the faults the tests inject undone (ganesha
 //     masked, exportfs shadowed, scratch devices, the API server rule,
 //     transient units, a host whose sshd does not answer, the Heat stack not
-//     complete or not its size), no kubespray inventory naming a node the
-//     bed's stack does not have. Whatever is
+//     complete or not its size). Whatever is
 //     found is named with the test that ran before, then put right; the
 //     test fails only when it cannot be put right.
 //   - after it (its own cleanups have run: this one was registered first),
@@ -192,12 +187,10 @@ for f in "$home"/.heatsible/locks/*.lock; do
 done
 for d in "$home"/.heatsible/runs/heatsible-*; do [ -e "$d" ] && echo "stage $d"; done
 pgrep -a -f '[a]nsible-playbook' | sed 's/^/playbook /'
-inv=$2/inventory/heatsible/hosts.yaml
-[ -z "$2" ] || [ ! -f "$inv" ] || echo "ksinv $inv $(base64 -w0 "$inv")"
 true`
 
 func (b *bed) checkAnsibleHost() (found []dirt, transient bool) {
-	out, err := b.try("ansible", "sh", "-c", ansibleScript, "sh", b.env["BED_USER"], b.env["BED_KUBESPRAY_ROOT"])
+	out, err := b.try("ansible", "sh", "-c", ansibleScript, "sh", b.env["BED_USER"])
 	if err != nil {
 		return []dirt{{what: fmt.Sprintf("the Ansible host does not answer: %v %s", err, strings.TrimSpace(out))}}, false
 	}
@@ -240,17 +233,6 @@ func (b *bed) checkAnsibleHost() (found []dirt, transient bool) {
 					return err
 				},
 			})
-		case "ksinv":
-			file, data, _ := strings.Cut(rest, " ")
-			if stranger := b.strangerInKubesprayInventory(data); stranger != "" {
-				found = append(found, dirt{
-					what: fmt.Sprintf("kubespray's inventory %s on the Ansible host names %s, which is not a node of the bed's stack (left by a cluster that is gone: every later kubespray run is refused with exit 6)", file, stranger),
-					fix: func() error {
-						_, err := b.try("ansible", "rm", "-f", "--", file)
-						return err
-					},
-				})
-			}
 		case "playbook":
 			transient = true
 			pid, _, _ := strings.Cut(rest, " ")
@@ -264,43 +246,6 @@ func (b *bed) checkAnsibleHost() (found []dirt, transient bool) {
 		}
 	}
 	return found, transient
-}
-
-// strangerInKubesprayInventory returns a host that kubespray's inventory
-// (base64 of hosts.yaml) names and the bed's stack (testbed/run/
-// topology.yaml) does not have, or "". An inventory the bed cannot read is
-// named as a whole.
-func (b *bed) strangerInKubesprayInventory(b64 string) string {
-	data, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b64))
-	if err != nil {
-		return "something it cannot decode"
-	}
-	inv, err := hostpattern.ParseInventory(data)
-	if err != nil {
-		return "something that is not a YAML inventory"
-	}
-	topo, err := os.ReadFile(filepath.Join(b.dir, "topology.yaml"))
-	if err != nil {
-		return "" // no bed topology to compare with: say nothing
-	}
-	var doc struct {
-		Nodes []struct {
-			Name string `yaml:"name"`
-		} `yaml:"nodes"`
-	}
-	if yaml.Unmarshal(topo, &doc) != nil {
-		return ""
-	}
-	known := map[string]bool{}
-	for _, n := range doc.Nodes {
-		known[n.Name] = true
-	}
-	for _, h := range inv.Hosts() {
-		if !known[h] {
-			return fmt.Sprintf("%q", h)
-		}
-	}
-	return ""
 }
 
 // bedPVNames are the names of the PVs the bed's request registers (its
@@ -540,9 +485,6 @@ func TestBedGuardPutsTheBedRight(t *testing.T) {
 		b.try("storage", "systemctl", "unmask", "nfs-ganesha")
 		b.try("storage", "rm", "-f", "/dev/hs-guard-test")
 	})
-	ksInv := b.env["BED_KUBESPRAY_ROOT"] + "/inventory/heatsible/hosts.yaml"
-	b.keepFile(t, "ansible", ksInv) // what is there now comes back after
-	b.exec(t, "ansible", "sh", "-c", `mkdir -p "$(dirname "$1")" && printf 'all:\n  hosts:\n    master12: {ansible_host: 10.231.0.12}\n' > "$1"`, "sh", ksInv)
 	u := b.env["BED_USER"]
 	b.exec(t, "ansible", "sh", "-c", `set -e
 install -d -o "$1" -m 700 "$(dirname "$2")" "$3"
@@ -561,7 +503,6 @@ chown "$1" "$2"`, "sh", u, lock, stage)
 		"PV guard-test-pv: not one of the bed's PVs",
 		"on storage: masked nfs-ganesha",
 		"on storage: device /dev/hs-guard-test",
-		"kubespray's inventory " + ksInv + ` on the Ansible host names "master12"`,
 	} {
 		if !strings.Contains(joinDirt(found), want) {
 			t.Errorf("the check did not find %q; it found: %s", want, joinDirt(found))
