@@ -163,6 +163,10 @@ class Failure(Exception):
         self.exit_code = exit_code
 
 
+# _last_json_object, _unique and the heatsible call below do what the v1
+# shim's (heatsible_mgmt_driver.py) do, written again on purpose: this file is
+# a VNF package artifact that Tacker runs alone with its own interpreter, where
+# the shim's distribution is not installed. A fix to one belongs in both.
 def _last_json_object(text):
     """The last top-level JSON object in text, or {}."""
     decoder = json.JSONDecoder()
