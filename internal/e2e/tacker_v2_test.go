@@ -1,14 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,66 +11,18 @@ import (
 // Tacker's v2 API (/vnflcm/v2, SOL003 v3) on the bed, driving heatsible
 // through the v2 script the package carries (contrib/tacker/heatsible_vnflcm_v2.py,
 // docs/tacker-v2.md): the requests go to Tacker's REST API as an operator's
-// client sends them (a Keystone token, "Version: 2.0.0").
+// client sends them (a Keystone token, "Version: 2.0.0"). TestTacker
+// (tacker_test.go) runs the scenario as its subtest v2_lifecycle.
 
 // tackerV2 is a client of the bed's Tacker v2 API.
 type tackerV2 struct {
-	tk    *tackerBed
-	url   string
-	token string
-	c     *http.Client
+	*tackerAPI
+	tk *tackerBed
 }
 
 func (tk *tackerBed) v2(t *testing.T) *tackerV2 {
 	t.Helper()
-	body := map[string]any{"auth": map[string]any{
-		"identity": map[string]any{"methods": []string{"password"}, "password": map[string]any{"user": map[string]any{
-			"name": tk.env["OS_USERNAME"], "password": tk.env["OS_PASSWORD"], "domain": map[string]any{"name": tk.env["OS_USER_DOMAIN_NAME"]}}}},
-		"scope": map[string]any{"project": map[string]any{"name": tk.env["OS_PROJECT_NAME"], "domain": map[string]any{"name": tk.env["OS_PROJECT_DOMAIN_NAME"]}}}}}
-	data, _ := json.Marshal(body)
-	c := &http.Client{Timeout: 60 * time.Second}
-	resp, err := c.Post(tk.env["OS_AUTH_URL"]+"/auth/tokens", "application/json", bytes.NewReader(data))
-	if err != nil {
-		t.Fatalf("Keystone token: %v", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 201 || resp.Header.Get("X-Subject-Token") == "" {
-		t.Fatalf("Keystone token: HTTP %d", resp.StatusCode)
-	}
-	return &tackerV2{tk: tk, url: strings.TrimRight(tk.env["TACKER_URL"], "/"), token: resp.Header.Get("X-Subject-Token"), c: c}
-}
-
-// do sends one request; want is the HTTP status expected (0: any).
-func (v *tackerV2) do(t *testing.T, method, path string, body any, want int) (int, []byte, http.Header) {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequest(method, v.url+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("X-Auth-Token", v.token)
-	req.Header.Set("Version", "2.0.0")
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := v.c.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	if want != 0 && resp.StatusCode != want {
-		t.Fatalf("%s %s: HTTP %d, want %d: %s", method, path, resp.StatusCode, want, out)
-	}
-	return resp.StatusCode, out, resp.Header
+	return &tackerV2{tackerAPI: tk.newAPI(t, "2.0.0"), tk: tk}
 }
 
 // v2Op is a VnfLcmOpOcc of the v2 API.
@@ -99,11 +45,8 @@ func (o v2Op) errorDetail() string {
 
 func (v *tackerV2) op(t *testing.T, id string) v2Op {
 	t.Helper()
-	_, out, _ := v.do(t, "GET", "/vnflcm/v2/vnf_lcm_op_occs/"+id, nil, 200)
 	var o v2Op
-	if err := json.Unmarshal(out, &o); err != nil {
-		t.Fatalf("op %s: %v\n%s", id, err, out)
-	}
+	v.get(t, "/vnflcm/v2/vnf_lcm_op_occs/"+id, &o)
 	return o
 }
 
@@ -119,34 +62,18 @@ func (v *tackerV2) start(t *testing.T, path string, body any) string {
 	return ""
 }
 
-// wait waits for op id to end (COMPLETED, FAILED_TEMP, FAILED, ROLLED_BACK);
-// after a retry or rollback, the state leaves FAILED_TEMP first.
-func (v *tackerV2) wait(t *testing.T, id string, timeout time.Duration, again bool) v2Op {
+// wait waits for op id to end (COMPLETED, FAILED_TEMP, FAILED, ROLLED_BACK).
+func (v *tackerV2) wait(t *testing.T, id string, timeout time.Duration) v2Op {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	left := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		o := v.op(t, id)
-		if again && o.State == "FAILED_TEMP" && time.Now().Before(left) {
-			time.Sleep(2 * time.Second)
-			continue
-		}
-		again = false
-		switch o.State {
-		case "COMPLETED", "FAILED_TEMP", "FAILED", "ROLLED_BACK":
-			return o
-		}
-		time.Sleep(2 * time.Second)
-	}
-	t.Fatalf("v2 operation %s did not end within %s; see testbed/run/tacker/logs/tacker-conductor.log", id, timeout)
-	return v2Op{}
+	waitState(t, "v2 operation "+id, func() string { return v.op(t, id).State }, timeout, false)
+	return v.op(t, id)
 }
 
 // run starts a lifecycle request, waits for it and logs its wall time.
 func (v *tackerV2) run(t *testing.T, what, path string, body any) v2Op {
 	t.Helper()
 	start := time.Now()
-	o := v.wait(t, v.start(t, path, body), 15*time.Minute, false)
+	o := v.wait(t, v.start(t, path, body), 15*time.Minute)
 	t.Logf("v2 %s: %s after %s; error %s", what, o.State, time.Since(start).Round(time.Second), o.errorDetail())
 	return o
 }
@@ -157,14 +84,7 @@ type v2Inst struct {
 	State string                     `json:"instantiationState"`
 	VIMs  map[string]json.RawMessage `json:"vimConnectionInfo"`
 	Info  struct {
-		VNFCs []struct {
-			ID       string   `json:"id"`
-			VDU      string   `json:"vduId"`
-			Storages []string `json:"storageResourceIds"`
-			Compute  struct {
-				ResourceID string `json:"resourceId"`
-			} `json:"computeResource"`
-		} `json:"vnfcResourceInfo"`
+		VNFCs    []vnfcInfo `json:"vnfcResourceInfo"`
 		VnfcInfo []struct {
 			ID       string `json:"id"`
 			VDU      string `json:"vduId"`
@@ -186,11 +106,8 @@ type v2Inst struct {
 
 func (v *tackerV2) inst(t *testing.T, id string) v2Inst {
 	t.Helper()
-	_, out, _ := v.do(t, "GET", "/vnflcm/v2/vnf_instances/"+id, nil, 200)
 	var i v2Inst
-	if err := json.Unmarshal(out, &i); err != nil {
-		t.Fatalf("instance %s: %v\n%s", id, err, out)
-	}
+	v.get(t, "/vnflcm/v2/vnf_instances/"+id, &i)
 	return i
 }
 
@@ -227,185 +144,60 @@ func (i v2Inst) workers() int {
 	return n
 }
 
-// onboardV2 builds the v2 PV package (contrib/tacker/v2/make_csar.py with
-// a fresh VNFD id) and onboards it through Tacker's package API; the
-// cleanup deletes it.
-func (tk *tackerBed) onboardV2(t *testing.T) (vnfdID string) {
-	t.Helper()
-	zip := filepath.Join(t.TempDir(), "heatsible_pv_v2.zip")
-	id := strings.TrimSpace(string(must(os.ReadFile("/proc/sys/kernel/random/uuid"))))
-	out, err := exec.Command(filepath.Join(tk.env["TACKER_VENV"], "bin", "python"), filepath.Join(tk.b.root, "contrib", "tacker", "v2", "make_csar.py"), zip, "--vnfd-id", id).CombinedOutput()
-	if err != nil {
-		t.Fatalf("make_csar.py: %v\n%s", err, out)
-	}
-	var pkg map[string]any
-	tk.cliJSON(t, &pkg, "vnf", "package", "create")
-	pkgID := fmt.Sprint(pkg["ID"])
-	t.Cleanup(func() {
-		tk.cli("vnf", "package", "update", "--operational-state", "DISABLED", pkgID)
-		if out, err := tk.cli("vnf", "package", "delete", pkgID); err != nil {
-			t.Logf("cleanup: deleting VNF package %s: %v\n%s", pkgID, err, out)
-		}
-	})
-	tk.mustCLI(t, "vnf", "package", "upload", "--path", zip, pkgID)
-	deadline := time.Now().Add(120 * time.Second)
-	for {
-		tk.cliJSON(t, &pkg, "vnf", "package", "show", pkgID)
-		if pkg["Onboarding State"] == "ONBOARDED" {
-			if got := fmt.Sprint(pkg["VNFD ID"]); got != id {
-				t.Fatalf("the package onboarded with VNFD id %s, built with %s", got, id)
-			}
-			return id
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("VNF package %s not ONBOARDED in 120 s: %v", pkgID, pkg)
-		}
-		time.Sleep(2 * time.Second)
-	}
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
-
 // v2Request is the v2 package's instantiate body
 // (contrib/tacker/v2/requests/instantiate.json: the seeds' parameters) made
 // to land on the bed as tackerRequest does for v1; k8s is its
 // k8s_cluster_installation_param, which every later request carries.
 func (tk *tackerBed) v2Request(t *testing.T, vimID string) (req, k8s map[string]any) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(tk.b.root, "contrib", "tacker", "v2", "requests", "instantiate.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &req); err != nil {
-		t.Fatal(err)
-	}
-	k := req["additionalParams"].(map[string]any)["k8s_cluster_installation_param"].(map[string]any)
-	delete(k, "proxy")
-	for _, n := range []string{"master_node", "worker_node", "storage_server"} {
-		m := k[n].(map[string]any)
-		m["username"] = tk.b.env["BED_USER"]
-		m["password"] = tk.b.env["BED_PASSWORD"]
-	}
-	st := k["storage_server"].(map[string]any)
-	st["nfs_server_impl"] = "ganesha"
-	for _, e := range st["nfs_server_setup_params"].([]any) {
-		e.(map[string]any)["export_to"] = "10.231.0.0/24"
-	}
-	nets := map[string]string{"net0_master": "TACKER_NET_MASTER", "net0_worker": "TACKER_NET_WORKER", "net0_storage": "TACKER_NET_STORAGE"}
-	for _, l := range req["extVirtualLinks"].([]any) {
-		vl := l.(map[string]any)
-		key, ok := nets[fmt.Sprint(vl["id"])]
-		if !ok || tk.env[key] == "" {
-			t.Fatalf("extVirtualLinks %v: no bed network for it (testbed/run/tacker/env %s)", vl["id"], key)
-		}
-		vl["resourceId"] = tk.env[key]
-	}
+	req = tk.readRequest(t, "contrib/tacker/v2/requests/instantiate.json")
+	k8s = tk.landOnBed(t, req, pvNets)
 	for _, v := range req["vimConnectionInfo"].(map[string]any) {
 		v.(map[string]any)["vimId"] = vimID
 	}
-	return req, k
+	return req, k8s
 }
 
-// dropInstanceV2 fails or rolls back what is FAILED_TEMP, terminates and
+// createV2 creates a v2 VNF instance of vnfd; the cleanup, registered
+// before, ends its failed operations, terminates it with k8s's parameters
+// and deletes it (unless the test did: *id is "" then).
+func (v *tackerV2) createV2(t *testing.T, vnfd string, k8s map[string]any) *string {
+	t.Helper()
+	id := new(string)
+	t.Cleanup(func() { v.dropInstance(t, *id, k8s) })
+	var created v2Inst
+	_, out, _ := v.do(t, "POST", "/vnflcm/v2/vnf_instances", map[string]any{"vnfdId": vnfd, "vnfInstanceName": "heatsible-e2e-v2"}, 201)
+	if err := json.Unmarshal(out, &created); err != nil {
+		t.Fatal(err)
+	}
+	*id = created.ID
+	return id
+}
+
+// dropInstance fails or rolls back what is FAILED_TEMP, terminates and
 // deletes a v2 instance; for the cleanups: no t.Fatal.
 func (v *tackerV2) dropInstance(t *testing.T, id string, k8s map[string]any) {
 	if id == "" {
 		return
 	}
-	req, _ := http.NewRequest("GET", v.url+"/vnflcm/v2/vnf_lcm_op_occs", nil)
-	req.Header.Set("X-Auth-Token", v.token)
-	req.Header.Set("Version", "2.0.0")
-	if resp, err := v.c.Do(req); err == nil {
-		var ops []struct {
-			ID, OperationState, Operation, VnfInstanceID string
-		}
-		json.NewDecoder(resp.Body).Decode(&ops)
-		resp.Body.Close()
-		for _, o := range ops {
-			if o.VnfInstanceID != id || o.OperationState != "FAILED_TEMP" {
-				continue
-			}
-			verb := "fail"
-			if o.Operation == "INSTANTIATE" || o.Operation == "SCALE" {
-				verb = "rollback"
-			}
-			r, _ := http.NewRequest("POST", v.url+"/vnflcm/v2/vnf_lcm_op_occs/"+o.ID+"/"+verb, nil)
-			r.Header.Set("X-Auth-Token", v.token)
-			r.Header.Set("Version", "2.0.0")
-			if resp, err := v.c.Do(r); err == nil {
-				resp.Body.Close()
-				t.Logf("cleanup: v2 op %s %s: HTTP %d", verb, o.ID, resp.StatusCode)
-			}
-			for i := 0; i < 100; i++ {
-				time.Sleep(3 * time.Second)
-				if st := v.opState(o.ID); st != "ROLLING_BACK" && st != "PROCESSING" && (st != "FAILED_TEMP" || i > 5) {
-					break
-				}
-			}
-		}
-	}
-	body, _ := json.Marshal(map[string]any{"terminationType": "FORCEFUL", "additionalParams": map[string]any{"k8s_cluster_installation_param": k8s}})
-	r, _ := http.NewRequest("POST", v.url+"/vnflcm/v2/vnf_instances/"+id+"/terminate", bytes.NewReader(body))
-	r.Header.Set("X-Auth-Token", v.token)
-	r.Header.Set("Version", "2.0.0")
-	r.Header.Set("Content-Type", "application/json")
-	if resp, err := v.c.Do(r); err == nil {
-		resp.Body.Close()
-		t.Logf("cleanup: v2 terminate %s: HTTP %d", id, resp.StatusCode)
-	}
-	for i := 0; i < 100; i++ {
-		if v.instState(id) != "INSTANTIATED" {
+	endFailedTemp(t, v.tackerAPI, "/vnflcm/v2", id)
+	code, _, _, err := v.raw("POST", "/vnflcm/v2/vnf_instances/"+id+"/terminate",
+		map[string]any{"terminationType": "FORCEFUL", "additionalParams": map[string]any{"k8s_cluster_installation_param": k8s}})
+	t.Logf("cleanup: v2 terminate %s: HTTP %d %v", id, code, err)
+	for i := 0; i < 300; i++ {
+		var inst v2Inst
+		_, out, _, err := v.raw("GET", "/vnflcm/v2/vnf_instances/"+id, nil)
+		if err != nil || json.Unmarshal(out, &inst) != nil || inst.State != "INSTANTIATED" {
 			break
 		}
-		time.Sleep(3 * time.Second)
+		time.Sleep(time.Second)
 	}
-	d, _ := http.NewRequest("DELETE", v.url+"/vnflcm/v2/vnf_instances/"+id, nil)
-	d.Header.Set("X-Auth-Token", v.token)
-	d.Header.Set("Version", "2.0.0")
-	if resp, err := v.c.Do(d); err != nil || resp.StatusCode != 204 {
-		code := 0
-		if resp != nil {
-			code = resp.StatusCode
-			resp.Body.Close()
-		}
+	if code, _, _, err := v.raw("DELETE", "/vnflcm/v2/vnf_instances/"+id, nil); err != nil || code != 204 {
 		t.Errorf("cleanup: deleting v2 instance %s: %v HTTP %d", id, err, code)
 	}
 }
 
-func (v *tackerV2) opState(id string) string {
-	r, _ := http.NewRequest("GET", v.url+"/vnflcm/v2/vnf_lcm_op_occs/"+id, nil)
-	r.Header.Set("X-Auth-Token", v.token)
-	r.Header.Set("Version", "2.0.0")
-	resp, err := v.c.Do(r)
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	var o v2Op
-	json.NewDecoder(resp.Body).Decode(&o)
-	return o.State
-}
-
-func (v *tackerV2) instState(id string) string {
-	r, _ := http.NewRequest("GET", v.url+"/vnflcm/v2/vnf_instances/"+id, nil)
-	r.Header.Set("X-Auth-Token", v.token)
-	r.Header.Set("Version", "2.0.0")
-	resp, err := v.c.Do(r)
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	var i v2Inst
-	json.NewDecoder(resp.Body).Decode(&i)
-	return i.State
-}
-
-// TestTackerV2Lifecycle: the v2 PV package and the seeds' parameters
+// tackerV2Lifecycle: the v2 PV package and the seeds' parameters
 // through /vnflcm/v2 on the bed's Tacker, the v2 script running heatsible:
 //
 //   - instantiate: PVs Available with the storage CP's address, the
@@ -424,31 +216,15 @@ func (v *tackerV2) instState(id string) string {
 //   - scale-out and scale-in of the workers (the grants ask the Glance
 //     stand-in for the instance's images);
 //   - terminate with the parameters: COMPLETED.
-func TestTackerV2Lifecycle(t *testing.T) {
-	b := needBed(t)
-	tk := needTacker(t, b)
-	spare, spareIP := b.env["BED_SPARE_WORKER"], b.env["BED_SPARE_WORKER_IP"]
-	if spare == "" {
-		t.Fatal("the bed has no spare worker (SPARE_WORKERS=0): the scale-out needs one")
-	}
-	b.kubeadmStandIn(t, "master-0", "worker-0", "worker-1", spare)
-	b.isolateWorkerNodes(t)
-	for _, h := range []string{"worker-0", "worker-1", spare} {
-		b.ensureNFSClient(t, h)
-	}
+func tackerV2Lifecycle(t *testing.T, tk *tackerBed, vimID string) {
+	b := tk.b
+	spare, spareIP := b.kubeadmWorkers(t)
 	v := tk.v2(t)
-	vimID := tk.bedVIM(t)
 	vnfd := tk.onboardV2(t)
 	req, k8s := tk.v2Request(t, vimID)
-	var id string
-	tk.takeBedAddressesFor(t, func() { v.dropInstance(t, id, k8s) })
 	glanceBefore := len(tk.glanceCalls(t))
-	_, out, _ := v.do(t, "POST", "/vnflcm/v2/vnf_instances", map[string]any{"vnfdId": vnfd, "vnfInstanceName": "heatsible-e2e-v2"}, 201)
-	var created v2Inst
-	if err := json.Unmarshal(out, &created); err != nil {
-		t.Fatal(err)
-	}
-	id = created.ID
+	idp := v.createV2(t, vnfd, k8s)
+	id := *idp
 	params := map[string]any{"k8s_cluster_installation_param": k8s}
 	reqFile := writeJSON(t, req)
 
@@ -536,26 +312,15 @@ func TestTackerV2Lifecycle(t *testing.T) {
 	}
 	checkPVs(t, b, 2, "Available")
 
-	claim := "tacker-e2e-claim"
-	b.kubectlStdin(t, `apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: `+claim+`, namespace: default}
-spec:
-  accessModes: [ReadWriteOnce]
-  storageClassName: ""
-  volumeName: nfs-pv1
-  resources: {requests: {storage: 1Gi}}
-`, "apply", "-f", "-")
-	waitPhase(t, b, "nfs-pv1", "Bound")
+	b.bindClaim(t)
 	op = healStorage("heal of the storage server with a Bound claim", nil)
-	if op.State != "FAILED_TEMP" || !strings.Contains(op.errorDetail(), claim) {
-		t.Errorf("v2 heal with a Bound claim ended %s, want FAILED_TEMP naming %s: %s", op.State, claim, op.errorDetail())
+	if op.State != "FAILED_TEMP" || !strings.Contains(op.errorDetail(), tackerClaim) {
+		t.Errorf("v2 heal with a Bound claim ended %s, want FAILED_TEMP naming %s: %s", op.State, tackerClaim, op.errorDetail())
 	}
 	tk.noSecretIn(t, "the Bound-claim heal's error detail", op.errorDetail())
 	fail(op)
 	waitPhase(t, b, "nfs-pv1", "Bound")
-	b.kubectl(t, "delete", "pvc", "-n", "default", claim, "--wait=true")
-	waitPhase(t, b, "nfs-pv1", "Released")
+	b.releaseClaim(t)
 	op = healStorage("heal of the storage server, Released acknowledged", map[string]any{"heatsible_delete_released": true})
 	if op.State != "COMPLETED" {
 		t.Fatalf("v2 heal of the storage server ended %s: %s", op.State, op.errorDetail())
@@ -593,14 +358,7 @@ spec:
 	if op.State != "COMPLETED" {
 		t.Fatalf("v2 scale-in ended %s: %s", op.State, op.errorDetail())
 	}
-	left := tk.stackTopology(t, reqFile, stack)
-	for _, ip := range []string{"10.231.0.20", "10.231.0.21", spareIP} {
-		_, inHeat := nodeByAddress(left, ip)
-		_, inK8s := b.nodeWithIP(t, ip)
-		if inHeat != inK8s {
-			t.Errorf("after the v2 scale-in, %s: in Heat %v, a Node %v (the removed worker must be neither)", ip, inHeat, inK8s)
-		}
-	}
+	b.checkScaleIn(t, tk.stackTopology(t, reqFile, stack), "10.231.0.20", "10.231.0.21", spareIP)
 	if n := v.inst(t, id).workers(); n != 2 {
 		t.Errorf("workers after the v2 scale-in: %d, want 2", n)
 	}
@@ -638,13 +396,5 @@ spec:
 		t.Errorf("after the v2 terminate: %s, vimConnectionInfo %v", s.State, keys(s.VIMs))
 	}
 	v.do(t, "DELETE", "/vnflcm/v2/vnf_instances/"+id, nil, 204)
-	id = ""
-}
-
-func keys[V any](m map[string]V) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
+	*idp = ""
 }
