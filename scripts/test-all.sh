@@ -36,38 +36,59 @@ phase "go tests: every package but the end-to-end tests (internal/heat's real-He
 mapfile -t unit < <(go list ./... | grep -v '/internal/e2e$')
 go test -p 2 -count=1 -timeout 30m "${unit[@]}"
 
-phase "the roles' filter plugins and host-side scripts (Python unit tests, roles/*/tests and roles/filter_tests)"
-make --no-print-directory role-tests
-
 phase "the Ansibles' venvs (built beside the bed)"
 if ! wait "$venv_pid"; then cat "$venv_log" >&2; echo "test-all: building the Ansibles' venvs failed" >&2; exit 1; fi
 tail -n 8 "$venv_log"; rm -f "$venv_log"
 
-phase "the newest ansible-core (2.19) and ansible-lint: role and event-parser tests (make matrix-unit runs every version, and lcm, redact, report, cmd, external-lb under each)"
-MATRIX_P=2 MATRIX_MORE=0 testbed/ansible/matrix.sh unit core-2.19
-
-phase "go end-to-end tests on the bed"
+phase "go end-to-end tests on the bed, but TestTacker (below)"
 # -v: each scenario logs its exit code, wall time and recap, so the CI log
-# is the record of what ran on the bed. The suite took 1992 s on 2026-11-28
-# (47 tests, the Tacker ones 880 s of it): the timeout leaves room above that.
-go test -p 1 -count=1 -timeout 50m -v ./internal/e2e
+# is the record of what ran on the bed. The whole suite took 1992 s on
+# 2026-11-28 (47 tests, the Tacker ones 880 s of it); TestTacker, which
+# holds them since, runs on its own below.
+go test -p 1 -count=1 -timeout 40m -v -skip '^TestTacker$' ./internal/e2e
 
-phase "contrib: the Tacker MgmtDriver shim (against a fake heatsible)"
-(cd contrib/tacker && python3 -m unittest -q test_shim test_vim test_kubeadm)
-# and against the Tacker the bed installed (its venv): Tacker's own classes,
-# options and source (the kubeadm variant's tests need TACKER_SRC: skipped)
-if [ "${BED_TACKER:-1}" != 0 ]; then
-  tacker_py=$(testbed/tacker/tacker.sh venv)/bin/python
-  (cd contrib/tacker && PYTHONDONTWRITEBYTECODE=1 "$tacker_py" -W ignore -m unittest -q test_real_tacker)
+# What needs neither the bed nor the machine to itself runs beside TestTacker,
+# which waits most of its time on Tacker's operations (each ends when Tacker's
+# conductor, Heat and a heatsible run inside it are done): the roles' Python
+# tests, the 2.19 phase, the Tacker shim's and v2 script's unit tests and the
+# linters. Their output comes after TestTacker's, in their order.
+phase "TestTacker on the bed (every scenario through the bed's Tacker); beside it: role tests, the 2.19 phase, contrib's unit tests, lint"
+side_log=$(mktemp)
+(
+  set -e
+  phase "(beside TestTacker) the roles' filter plugins and host-side scripts (Python unit tests, roles/*/tests and roles/filter_tests)"
+  make --no-print-directory role-tests
+  phase "(beside TestTacker) the newest ansible-core (2.19) and ansible-lint: role and event-parser tests (make matrix-unit runs every version, and lcm, redact, report, cmd, external-lb under each)"
+  MATRIX_P=2 MATRIX_MORE=0 testbed/ansible/matrix.sh unit core-2.19
+  phase "(beside TestTacker) contrib: the Tacker MgmtDriver shim (against a fake heatsible)"
+  (cd contrib/tacker && python3 -m unittest -q test_shim test_vim test_kubeadm)
+  # and against the Tacker the bed installed (its venv): Tacker's own classes,
+  # options and source (the kubeadm variant's tests need TACKER_SRC: skipped)
+  if [ "${BED_TACKER:-1}" != 0 ]; then
+    tacker_py=$(testbed/tacker/tacker.sh venv)/bin/python
+    (cd contrib/tacker && PYTHONDONTWRITEBYTECODE=1 "$tacker_py" -W ignore -m unittest -q test_real_tacker)
+  fi
+  phase "(beside TestTacker) contrib: the Tacker v2 script (Tacker's own v2 code around it, a fake heatsible)"
+  scripts/test-tacker-v2.sh
+  phase "(beside TestTacker) lint"
+  make --no-print-directory lint
+  phase "(beside TestTacker) done"
+) > "$side_log" 2>&1 &
+side_pid=$!
+side_done() { # SIDE_PID LOG: wait for the job beside TestTacker, print its output, its exit status
+  local rc=0
+  wait "$1" || rc=$?
+  echo "---- beside TestTacker ----"; cat "$2"; rm -f "$2"
+  return "$rc"
+}
+if ! go test -p 1 -count=1 -timeout 30m -v -run '^TestTacker$' ./internal/e2e; then
+  side_done "$side_pid" "$side_log" || true
+  echo "test-all: TestTacker failed" >&2
+  exit 1
 fi
-
-phase "contrib: the Tacker v2 script (Tacker's own v2 code around it, a fake heatsible)"
-scripts/test-tacker-v2.sh
+if ! side_done "$side_pid" "$side_log"; then echo "test-all: a test beside TestTacker failed (above)" >&2; exit 1; fi
 
 phase "test bed smoke test"
 testbed/smoke/smoke.sh
-
-phase "lint"
-make --no-print-directory lint
 
 phase "all tests passed"

@@ -422,16 +422,19 @@ func (tk *tackerBed) dropInstanceV1(t *testing.T, vnf string) {
 		}
 		time.Sleep(time.Second)
 	}
-	// NOT_INSTANTIATED comes before the task state is cleared (seen:
-	// "in task_state TERMINATING. Cannot delete")
+	if out, err := tk.deleteInstanceV1(vnf); err != nil {
+		t.Errorf("cleanup: delete %s: %v\n%s", vnf, err, out)
+	}
+}
+
+// deleteInstanceV1 deletes a v1 instance with the CLI. NOT_INSTANTIATED
+// comes before the task state is cleared (seen: "in task_state
+// TERMINATING. Cannot delete"): that answer is retried for up to 60 s.
+func (tk *tackerBed) deleteInstanceV1(vnf string) (string, error) {
 	for i := 0; ; i++ {
 		out, err := tk.cli("vnflcm", "delete", vnf)
-		if err == nil {
-			break
-		}
-		if i == 20 || !strings.Contains(out, "task_state") {
-			t.Errorf("cleanup: delete %s: %v\n%s", vnf, err, out)
-			break
+		if err == nil || i == 20 || !strings.Contains(out, "task_state") {
+			return out, err
 		}
 		time.Sleep(3 * time.Second)
 	}
@@ -466,7 +469,9 @@ func (tk *tackerBed) terminateV1(t *testing.T, vnf string) {
 // deleteV1 deletes a terminated v1 instance (the cleanup then has nothing to do).
 func (tk *tackerBed) deleteV1(t *testing.T, vnf *string) {
 	t.Helper()
-	tk.mustCLI(t, "vnflcm", "delete", *vnf)
+	if out, err := tk.deleteInstanceV1(*vnf); err != nil {
+		t.Fatalf("openstack vnflcm delete %s: %v\n%s", *vnf, err, out)
+	}
 	*vnf = ""
 }
 

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -339,12 +341,13 @@ func tackerV1RetryAndStorageHeals(t *testing.T, tk *tackerBed, vim, vnfd string)
 		t.Fatalf("instantiate ended %s, want COMPLETED: %s", op.State, op.errorDetail())
 	}
 	checkPVs(t, b, 2, "Available")
-	vci := tk.show(t, vnf).VIMs
-	t.Logf("vimConnectionInfo: %s", vci)
+	var vci bytes.Buffer
+	json.Compact(&vci, tk.show(t, vnf).VIMs)
+	t.Logf("vimConnectionInfo: %s", vci.String())
 	if k8s := tk.k8sVIMs(t); len(k8s) == 0 {
 		t.Errorf("no Kubernetes VIM in Tacker after instantiate")
-	} else if !strings.Contains(string(vci), k8s[len(k8s)-1]) {
-		t.Errorf("the instance's vimConnectionInfo does not name the Kubernetes VIM %s: %s", k8s[len(k8s)-1], vci)
+	} else if !strings.Contains(vci.String(), k8s[len(k8s)-1]) {
+		t.Errorf("the instance's vimConnectionInfo does not name the Kubernetes VIM %s: %s", k8s[len(k8s)-1], vci.String())
 	}
 	if t.Failed() {
 		return

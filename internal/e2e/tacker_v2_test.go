@@ -192,8 +192,24 @@ func (v *tackerV2) dropInstance(t *testing.T, id string, k8s map[string]any) {
 		}
 		time.Sleep(time.Second)
 	}
-	if code, _, _, err := v.raw("DELETE", "/vnflcm/v2/vnf_instances/"+id, nil); err != nil || code != 204 {
-		t.Errorf("cleanup: deleting v2 instance %s: %v HTTP %d", id, err, code)
+	if code, out, err := v.deleteInstance(id); err != nil || code != 204 {
+		t.Errorf("cleanup: deleting v2 instance %s: %v HTTP %d: %s", id, err, code, out)
+	}
+}
+
+// deleteInstance deletes a v2 instance (204). Tacker 16 shows a terminate
+// COMPLETED before its conductor lets go of the instance's lock, and
+// answers a DELETE in between with 409 "Other LCM operation of vnfInstance
+// ... is in progress" (seen on the bed, 2026-11-28, right after the
+// operation read COMPLETED): that answer is retried for up to 60 s.
+func (v *tackerV2) deleteInstance(id string) (int, []byte, error) {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		code, out, _, err := v.raw("DELETE", "/vnflcm/v2/vnf_instances/"+id, nil)
+		if err != nil || code != 409 || !strings.Contains(string(out), "in progress") || time.Now().After(deadline) {
+			return code, out, err
+		}
+		time.Sleep(time.Second)
 	}
 }
 
@@ -395,6 +411,8 @@ func tackerV2Lifecycle(t *testing.T, tk *tackerBed, vimID string) {
 	if s := v.inst(t, id); s.State != "NOT_INSTANTIATED" || len(s.VIMs) != 0 {
 		t.Errorf("after the v2 terminate: %s, vimConnectionInfo %v", s.State, keys(s.VIMs))
 	}
-	v.do(t, "DELETE", "/vnflcm/v2/vnf_instances/"+id, nil, 204)
+	if code, out, err := v.deleteInstance(id); err != nil || code != 204 {
+		t.Fatalf("DELETE /vnflcm/v2/vnf_instances/%s: %v HTTP %d, want 204: %s", id, err, code, out)
+	}
 	*idp = ""
 }
