@@ -713,6 +713,7 @@ func (tk *tackerBed) onboardV2(t *testing.T) (vnfdID string) {
 // ONBOARDED; the cleanup, registered before the upload, deletes it.
 func (tk *tackerBed) upload(t *testing.T, zip string) (vnfdID string) {
 	t.Helper()
+	start := time.Now()
 	var pkg map[string]any
 	tk.cliJSON(t, &pkg, "vnf", "package", "create")
 	pkgID := fmt.Sprint(pkg["ID"])
@@ -735,6 +736,7 @@ func (tk *tackerBed) upload(t *testing.T, zip string) (vnfdID string) {
 	if pkg["Onboarding State"] != "ONBOARDED" || fmt.Sprint(pkg["VNFD ID"]) != state.VNFD {
 		t.Fatalf("VNF package %s: the CLI shows %v", pkgID, pkg)
 	}
+	t.Logf("VNF package %s (%s) onboarded in %s", pkgID, filepath.Base(zip), time.Since(start).Round(time.Second))
 	return state.VNFD
 }
 
