@@ -110,32 +110,53 @@ func (tk *tackerBed) cliJSON(t *testing.T, v any, args ...string) {
 // 2-core machine, a REST call a few milliseconds.
 type tackerAPI struct {
 	url     string
-	token   string
 	version string // the Version header ("" for v1)
 	c       *http.Client
+	login   func() (string, error)
+	token   string
 }
 
 func (tk *tackerBed) newAPI(t *testing.T, version string) *tackerAPI {
 	t.Helper()
-	body := map[string]any{"auth": map[string]any{
-		"identity": map[string]any{"methods": []string{"password"}, "password": map[string]any{"user": map[string]any{
-			"name": tk.env["OS_USERNAME"], "password": tk.env["OS_PASSWORD"], "domain": map[string]any{"name": tk.env["OS_USER_DOMAIN_NAME"]}}}},
-		"scope": map[string]any{"project": map[string]any{"name": tk.env["OS_PROJECT_NAME"], "domain": map[string]any{"name": tk.env["OS_PROJECT_DOMAIN_NAME"]}}}}}
-	data, _ := json.Marshal(body)
 	c := &http.Client{Timeout: 60 * time.Second}
-	resp, err := c.Post(tk.env["OS_AUTH_URL"]+"/auth/tokens", "application/json", bytes.NewReader(data))
-	if err != nil {
-		t.Fatalf("Keystone token: %v", err)
+	a := &tackerAPI{url: strings.TrimRight(tk.env["TACKER_URL"], "/"), version: version, c: c}
+	a.login = func() (string, error) {
+		body := map[string]any{"auth": map[string]any{
+			"identity": map[string]any{"methods": []string{"password"}, "password": map[string]any{"user": map[string]any{
+				"name": tk.env["OS_USERNAME"], "password": tk.env["OS_PASSWORD"], "domain": map[string]any{"name": tk.env["OS_USER_DOMAIN_NAME"]}}}},
+			"scope": map[string]any{"project": map[string]any{"name": tk.env["OS_PROJECT_NAME"], "domain": map[string]any{"name": tk.env["OS_PROJECT_DOMAIN_NAME"]}}}}}
+		data, _ := json.Marshal(body)
+		resp, err := c.Post(tk.env["OS_AUTH_URL"]+"/auth/tokens", "application/json", bytes.NewReader(data))
+		if err != nil {
+			return "", fmt.Errorf("Keystone token: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 201 || resp.Header.Get("X-Subject-Token") == "" {
+			return "", fmt.Errorf("Keystone token: HTTP %d", resp.StatusCode)
+		}
+		return resp.Header.Get("X-Subject-Token"), nil
 	}
-	resp.Body.Close()
-	if resp.StatusCode != 201 || resp.Header.Get("X-Subject-Token") == "" {
-		t.Fatalf("Keystone token: HTTP %d", resp.StatusCode)
+	var err error
+	if a.token, err = a.login(); err != nil {
+		t.Fatal(err)
 	}
-	return &tackerAPI{url: strings.TrimRight(tk.env["TACKER_URL"], "/"), token: resp.Header.Get("X-Subject-Token"), version: version, c: c}
+	return a
 }
 
-// raw sends one request; for the cleanups: no t.Fatal.
+// raw sends one request (once more with a new token if Tacker answers 401:
+// Keystone's tokens expire after an hour); for the cleanups: no t.Fatal.
 func (a *tackerAPI) raw(method, path string, body any) (int, []byte, http.Header, error) {
+	code, out, h, err := a.send(method, path, body)
+	if err == nil && code == 401 {
+		if a.token, err = a.login(); err != nil {
+			return 0, nil, nil, err
+		}
+		code, out, h, err = a.send(method, path, body)
+	}
+	return code, out, h, err
+}
+
+func (a *tackerAPI) send(method, path string, body any) (int, []byte, http.Header, error) {
 	var rd io.Reader
 	if body != nil {
 		data, err := json.Marshal(body)
