@@ -1004,3 +1004,23 @@ func keys[V any](m map[string]V) []string {
 	}
 	return out
 }
+
+// checkWorkerHealed checks a heal of the worker VNFC at 10.231.0.20 (Heat's
+// server before it: was; the stand-in's kubeadm records before it: seq):
+// the Node worker-0 is back at that address, heatsible's kubeadm joined it
+// once, and Heat has a new server in the same member. what names the
+// operation in the errors (v1 and v2 share it).
+func (tk *tackerBed) checkWorkerHealed(t *testing.T, reqFile, stack string, was topoNode, seq int, what string) {
+	t.Helper()
+	b := tk.b
+	if n, ok := b.nodeWithIP(t, "10.231.0.20"); !ok || n.Name != "worker-0" {
+		t.Errorf("after the %s: Node %+v, want worker-0 (the new VM's hostname, joined by heatsible) at 10.231.0.20", what, n)
+	}
+	if got := commandsOf(b.kubeadmRecords(t, "worker-0", seq)); got != "join(0)" {
+		t.Errorf("kubeadm on worker-0 during the %s: %q, want one join", what, got)
+	}
+	now, _ := nodeByAddress(tk.stackTopology(t, reqFile, stack), "10.231.0.20")
+	if now.ServerID == was.ServerID || now.MemberStackID != was.MemberStackID {
+		t.Errorf("Heat's worker at 10.231.0.20 after the %s: server %s (was %s), member %s (was %s): want a new server in the same member", what, now.ServerID, was.ServerID, now.MemberStackID, was.MemberStackID)
+	}
+}

@@ -276,16 +276,7 @@ func tackerV2Lifecycle(t *testing.T, tk *tackerBed, vimID string) {
 	if op.State != "COMPLETED" {
 		t.Fatalf("v2 heal of a worker ended %s: %s", op.State, op.errorDetail())
 	}
-	if n, ok := b.nodeWithIP(t, "10.231.0.20"); !ok || n.Name != "worker-0" {
-		t.Errorf("after the v2 heal: Node %+v, want worker-0 joined by heatsible at 10.231.0.20", n)
-	}
-	if got := commandsOf(b.kubeadmRecords(t, "worker-0", seq)); got != "join(0)" {
-		t.Errorf("kubeadm on worker-0 during the v2 heal: %q, want one join", got)
-	}
-	w0now, _ := nodeByAddress(tk.stackTopology(t, reqFile, stack), "10.231.0.20")
-	if w0now.ServerID == w0.ServerID || w0now.MemberStackID != w0.MemberStackID {
-		t.Errorf("the worker after the v2 heal: server %s (was %s), member %s (was %s); want a new server in the same member", w0now.ServerID, w0.ServerID, w0now.MemberStackID, w0.MemberStackID)
-	}
+	tk.checkWorkerHealed(t, reqFile, stack, w0, seq, "v2 heal")
 
 	// 3. The storage server: what v2's heal would do to its volume.
 	nonce := fmt.Sprintf("tacker-v2-e2e-%d", time.Now().UnixNano())
