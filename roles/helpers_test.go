@@ -70,7 +70,7 @@ func playBook(t *testing.T, pb, vars string, env ...string) (int, string) {
 // TestAptWaitTimesOut: a lock held (fcntl, by a process named apt-get)
 // longer than apt_wait_timeout: the role says what it waits for, then fails
 // naming the lock and its holder; the same lock released in time passes.
-// (The bed's e2e TestFirstBootDpkgLock waits for the real thing, 120 s.)
+// (The bed's e2e TestFirstBootDpkgLock waits for the real thing, 60 s.)
 func TestAptWaitTimesOut(t *testing.T) {
 	lock := filepath.Join(t.TempDir(), "lock-frontend")
 	hold := func(seconds string) *exec.Cmd {
