@@ -69,9 +69,11 @@ Assumptions about Tacker that this file makes (read from Tacker's source,
 openstack/tacker: tacker/vnflcm/vnflcm_driver.py, the OpenStack infra driver
 and samples/mgmt_driver/kubernetes/kubernetes_mgmt.py and
 kubespray/kubespray_mgmt.py;
-checked on a running Tacker 16.0.0 on heatsible's test bed for instantiate,
-storage-server heal and terminate, internal/e2e TestTackerLifecycle; scale
-and node heals through a real Tacker are not checked yet):
+checked on a running Tacker 16.0.0 on heatsible's test bed by internal/e2e
+TestTacker: instantiate, its retry, a refused request and its rollback,
+worker heal, scale out and in, a failed scale-out and its rollback,
+storage-server heals, heal of the whole VNF and terminate in
+v1_operations and v1_retry_storage_heals):
 
 * ``vnf_instance.instantiated_vnf_info.instance_id`` is the Heat stack id of
   the VNF (Tacker's own kubernetes_mgmt.py sample uses it as the stack id).
