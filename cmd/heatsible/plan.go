@@ -155,6 +155,9 @@ func writePlan(w io.Writer, p *lcm.Plan, src lcm.Source) {
 	for _, warning := range p.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", redact.Terminal(warning))
 	}
+	for _, note := range p.Notes {
+		fmt.Fprintf(w, "note: %s\n", redact.Terminal(note))
+	}
 	if k := p.Kubespray; k != nil {
 		writeKubespray(w, k)
 	}

@@ -164,3 +164,37 @@ func TestPlanAnsibleSettings(t *testing.T) {
 		t.Errorf("exit %d, want 2 naming the flag: %s", code, errs)
 	}
 }
+
+// TestNoKubesprayNote: an ansible block with both kubespray paths empty
+// (seed 003's own body) is valid, and validate and plan say what that
+// means: no kubespray playbook runs (issue 28).
+func TestNoKubesprayNote(t *testing.T) {
+	req := filepath.Join(td, "requests", "valid_ansible_no_kubespray.json")
+	pkg := filepath.Join(td, "package")
+	topo := filepath.Join(td, "topology", "k8s-a.yaml")
+	const note = "ansible: kubespray_root_path and transferring_inventory_path are empty, so heatsible runs no kubespray playbook"
+	plan := []string{"plan", "instantiate-end", "--request", req, "--package", pkg, "--topology", topo}
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		stdout string // or stderr, as the command prints it
+		stderr string
+	}{
+		{"validate", []string{"validate", "--request", req, "--package", pkg}, "valid\n", "heatsible: note: additionalParams.k8s_cluster_installation_param." + note},
+		{"validate -o json", []string{"-o", "json", "validate", "--request", req, "--package", pkg}, `"notes": [` + "\n" + `    "additionalParams.k8s_cluster_installation_param.` + note, ""},
+		{"plan", plan, "\nnote: additionalParams.k8s_cluster_installation_param." + note, ""},
+		{"plan -o json", append([]string{"-o", "json"}, plan...), `"notes": [`, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := heatsible(t, tt.args...)
+			if code != 0 || !strings.Contains(out, tt.stdout) || !strings.Contains(errs, tt.stderr) {
+				t.Errorf("exit %d; want stdout with %q and stderr with %q\nstdout:\n%s\nstderr:\n%s", code, tt.stdout, tt.stderr, out, errs)
+			}
+		})
+	}
+	// A request with kubespray paths gets no such note.
+	code, out, errs := heatsible(t, "validate", "--request", filepath.Join(td, "requests", "ansible_kubespray.json"), "--package", pkg)
+	if code != 0 || strings.Contains(out+errs, "runs no kubespray playbook") {
+		t.Errorf("exit %d; the kubespray request got the note:\n%s%s", code, out, errs)
+	}
+}

@@ -42,10 +42,17 @@ Unknown fields are reported as warnings and do not fail validation.`,
 				for _, w := range req.Warnings {
 					warnings = append(warnings, redact.Terminal(w))
 				}
-				return enc.Encode(map[string]any{"ok": true, "warnings": warnings, "note": note})
+				notes := []string{}
+				for _, n := range req.Notes() {
+					notes = append(notes, redact.Terminal(n))
+				}
+				return enc.Encode(map[string]any{"ok": true, "warnings": warnings, "note": note, "notes": notes})
 			}
 			if note != "" {
 				fmt.Fprintf(g.stderr, "heatsible: note: %s\n", note)
+			}
+			for _, n := range req.Notes() {
+				fmt.Fprintf(g.stderr, "heatsible: note: %s\n", redact.Terminal(n))
 			}
 			fmt.Fprintln(g.stdout, "valid")
 			return nil

@@ -45,6 +45,9 @@ type Plan struct {
 	// Warnings are what a reviewer should know before running it, e.g. a
 	// --limit that matches no host (ansible-playbook then refuses to run).
 	Warnings []string `json:"warnings,omitempty"`
+	// Notes are what the request means for the run that is not a problem,
+	// e.g. that no kubespray playbook runs (params.Request.Notes).
+	Notes []string `json:"notes,omitempty"`
 	// Kubespray is what the kubespray steps hand kubespray (nil when the
 	// operation runs no kubespray playbook).
 	Kubespray *KubesprayPlan `json:"kubespray,omitempty"`
@@ -122,6 +125,7 @@ func MakePlan(ctx context.Context, o PlanOptions) (*Plan, error) {
 		}
 	}
 	p.Operation, p.Cluster = o.Operation, t.Cluster
+	p.Notes = o.Request.Notes()
 	if files.VIM != nil && vimLeftOut(files, o.Limit, o.Tags) == "" {
 		p.VIM = files.VIM
 	}
