@@ -621,6 +621,7 @@ func TestKubeadmStandInRefusals(t *testing.T) {
 		t.Fatalf("heal-start of a worker without kubeadm: exit %d, want 6 (refused)\n%s", code, tail(errs, 40))
 	}
 	if !strings.Contains(errs, victim.Name+" has neither kubeadm nor a kubelet: its replacement, booted from the same image, would have none either") ||
+		!strings.Contains(errs, "cannot tell kubeadm and a kubelet that came with them from ones installed by hand after boot") ||
 		!strings.Contains(errs, "Nothing was changed (not drained, not deleted)") {
 		t.Errorf("the refusal does not say why:\n%s", tail(errs, 30))
 	}

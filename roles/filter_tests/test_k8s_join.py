@@ -50,8 +50,13 @@ class Check(unittest.TestCase):
         cases = [
             ("node and master have them", {"master-0": probe(), "worker-0": probe()}, "",
              "worker-0 has kubeadm v1.33.13 and a kubelet"),
+            ("accepted, saying what it assumes", {"master-0": probe(), "worker-0": probe()}, "",
+             "heal-end can join its replacement, if it has them too (heatsible assumes that Heat builds the "
+             "replacement from the same image and user data"),
             ("no kubeadm on the node", {"master-0": probe(), "worker-0": probe(kubeadm=False)},
-             "worker-0 has no kubeadm: its replacement, booted from the same image, would have none either", ""),
+             "worker-0 has no kubeadm: its replacement, booted from the same image, would have none either "
+             "(heatsible assumes that Heat builds the replacement from the same image and user data, and cannot "
+             "tell kubeadm and a kubelet that came with them from ones installed by hand after boot", ""),
             ("no kubelet on the node", {"master-0": probe(), "worker-0": probe(kubelet=False)},
              "worker-0 has no kubelet: its replacement", ""),
             ("neither on the node", {"master-0": probe(), "worker-0": probe(kubeadm=False, kubelet=False)},

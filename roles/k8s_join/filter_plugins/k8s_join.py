@@ -20,6 +20,14 @@ TOKEN = re.compile(r"\b([a-z0-9]{6})\.([a-z0-9]{16})\b")
 VERSION = re.compile(r"^v?(\d+)\.(\d+)")
 
 # Where a refusal tells the operator to go instead.
+# What the heal-start check assumes and cannot prove: a look at the node
+# (or its peers) cannot tell kubeadm that came with the image or the user
+# data, which Heat's replacement gets too, from kubeadm installed by hand
+# after boot, which it does not. The messages say so.
+ASSUMES = ("heatsible assumes that Heat builds the replacement from the same image and user data, and "
+           "cannot tell kubeadm and a kubelet that came with them from ones installed by hand after boot, "
+           "which the replacement would lack")
+
 WAYS_OUT = (
     "Either boot the nodes from an image that has kubeadm and a kubelet, give the request "
     "ansible.kubespray_root_path (kubespray then removes and re-adds the node), or have the VNF "
@@ -155,12 +163,13 @@ def k8s_join_decide(action, probes, master, nodes, addresses=None, peers=None, c
             lacks = _lacks(p)
             if lacks:
                 out["refuse"] = (
-                    "%s %s: its replacement, booted from the same image, would have none either, so "
+                    "%s %s: its replacement, booted from the same image, would have none either (%s), so "
                     "heal-end could not join it again, and heal-start would leave the cluster without it. "
-                    "Nothing was changed (not drained, not deleted). %s" % (node, lacks, WAYS_OUT))
+                    "Nothing was changed (not drained, not deleted). %s" % (node, lacks, ASSUMES, WAYS_OUT))
                 return _unsafe(out)
-            out["msg"] = "%s has %s; %s can make a join command: heal-end can join its replacement" % (
-                node, _has(p), master)
+            out["msg"] = ("%s has %s; %s can make a join command: heal-end can join its replacement, "
+                          "if it has them too (%s: heal-end then refuses, joining nothing, until they are there)" % (
+                              node, _has(p), master, ASSUMES))
             return _unsafe(out)
         # The node does not answer (a dead VM is the usual reason to heal
         # it): the other workers, booted from the same image, stand for it.
@@ -188,8 +197,9 @@ def k8s_join_decide(action, probes, master, nodes, addresses=None, peers=None, c
                 "kubeadm and a kubelet, so it does not remove the node. Nothing was changed. Run heal-start "
                 "again when a worker answers, or %s" % (node, reason, WAYS_OUT[0].lower() + WAYS_OUT[1:]))
             return _unsafe(out)
-        out["msg"] = ("%s %s; the other workers (same image as its replacement) have kubeadm and a kubelet: %s"
-                      % (node, reason, ", ".join(seen)))
+        out["msg"] = ("%s %s; the other workers (same image as its replacement) have kubeadm and a kubelet: %s "
+                      "(%s: heal-end then refuses, joining nothing, until they are there)"
+                      % (node, reason, ", ".join(seen), ASSUMES))
         return _unsafe(out)
 
     # action == "join"
