@@ -385,8 +385,15 @@ cmd_install() {
   local changed=0 routes text settings old_settings=""
   if ! have_haproxy; then
     command -v apt-get >/dev/null 2>&1 || die 1 "haproxy is missing and there is no apt-get to install it"
-    say "install haproxy (apt-get)"
+    say "install haproxy (apt-get update, then apt-get install)"
     if [ "$CHECK" = 0 ]; then
+      # A fresh image's package lists are empty or old (cloud images ship
+      # without them): install alone then finds no haproxy. apt-get update
+      # leaves out a source that does not answer (with a warning) and
+      # fails only when no list could be read at all; install then says
+      # what is missing.
+      DEBIAN_FRONTEND=noninteractive quiet_run apt-get -o DPkg::Lock::Timeout=300 -q update ||
+        printf '%s: apt-get update failed (above); installing from the lists there are\n' "$PROG" >&2
       DEBIAN_FRONTEND=noninteractive quiet_run apt-get -o DPkg::Lock::Timeout=300 -y -q \
         --no-install-recommends install haproxy || die 1 "apt-get install haproxy failed"
     fi

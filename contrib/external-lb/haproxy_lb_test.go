@@ -585,3 +585,81 @@ func TestServiceStartAndReload(t *testing.T) {
 		}
 	}
 }
+
+// TestInstallOnAFreshImage: install on a VM without haproxy updates apt's
+// lists before it installs (a fresh cloud image has none, and apt-get
+// install alone then finds no haproxy), and goes on from the lists there
+// are when the update fails. apt-get here is a stand-in that answers as
+// apt-get does (no package without lists: "Unable to locate package",
+// exit 100) and records what it was asked; on install it puts the real
+// haproxy on PATH.
+func TestInstallOnAFreshImage(t *testing.T) {
+	haproxy, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Skip("haproxy is not on PATH: install Debian's haproxy package (scripts/deps.sh does) to test haproxy-lb.sh")
+	}
+	if filepath.Dir(haproxy) == "/usr/bin" || filepath.Dir(haproxy) == "/bin" {
+		t.Skipf("haproxy is in %s, which the script needs on PATH: cannot hide it", filepath.Dir(haproxy))
+	}
+	const aptGet = `#!/bin/sh
+printf '%s\n' "$*" >> "$APT_LOG"
+case " $* " in
+*" update "*) [ "${APT_UPDATE_EXIT:-0}" = 0 ] && touch "$APT_LISTS"; exit "${APT_UPDATE_EXIT:-0}" ;;
+*" install "*)
+  if [ ! -e "$APT_LISTS" ]; then echo "E: Unable to locate package haproxy" >&2; exit 100; fi
+  ln -sf "$REAL_HAPROXY" "$FAKE_BIN/haproxy" ;;
+esac
+`
+	for _, tt := range []struct {
+		name       string
+		updateExit int
+		oldLists   bool // lists from before (the update fails, install still finds haproxy)
+		want       []string
+		warning    string
+	}{
+		{"fresh image: update, then install", 0, false, []string{"update", "install haproxy"}, ""},
+		{"update fails, old lists: install goes on", 100, true, []string{"update", "install haproxy"}, "apt-get update failed (above); installing from the lists there are"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bin := t.TempDir()
+			log := filepath.Join(bin, "apt.log")
+			lists := filepath.Join(bin, "lists")
+			if err := os.WriteFile(filepath.Join(bin, "apt-get"), []byte(aptGet), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if tt.oldLists {
+				if err := os.WriteFile(lists, nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l := newLB(t, "PATH="+bin+":/usr/bin:/bin", "APT_LOG="+log, "APT_LISTS="+lists,
+				"APT_UPDATE_EXIT="+strconv.Itoa(tt.updateExit), "REAL_HAPROXY="+haproxy, "FAKE_BIN="+bin)
+			r := l.run(t, "install")
+			if r.code != 0 || r.last() != "changed" {
+				t.Fatalf("install: exit %d, last line %q\nstdout:\n%s\nstderr:\n%s", r.code, r.last(), r.stdout, r.stderr)
+			}
+			b, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				switch {
+				case strings.HasSuffix(line, " update"):
+					got = append(got, "update")
+				case strings.HasSuffix(line, " install haproxy"):
+					got = append(got, "install haproxy")
+				default:
+					got = append(got, line)
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("apt-get was asked %q, want %q", got, tt.want)
+			}
+			if !strings.Contains(r.stderr, tt.warning) {
+				t.Errorf("stderr lacks %q:\n%s", tt.warning, r.stderr)
+			}
+			haproxyCheck(t, l.conf)
+		})
+	}
+}

@@ -208,3 +208,69 @@ func python(t *testing.T) string {
 	t.Skip("python3 is not on PATH")
 	return ""
 }
+
+// TestRoleInstallGetsTheProxy: the script's install (the sample runs
+// apt-get update and install on a VM without haproxy) gets the request's
+// proxies, as the nodes' apt does. apt-get is a stand-in that records its
+// arguments with the proxies it was given, and puts the real haproxy on
+// PATH on install.
+func TestRoleInstallGetsTheProxy(t *testing.T) {
+	t.Parallel()
+	haproxy, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Skip("haproxy is not on PATH: install Debian's haproxy package (scripts/deps.sh does) to test haproxy-lb.sh")
+	}
+	if d := filepath.Dir(haproxy); d == "/usr/bin" || d == "/bin" {
+		t.Skipf("haproxy is in %s, which the script needs on PATH: cannot hide it", d)
+	}
+	if _, err := exec.LookPath("ansible-playbook"); err != nil {
+		t.Skip("ansible-playbook is not on PATH (scripts/deps.sh installs Debian's ansible)")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	log := filepath.Join(dir, "apt.log")
+	aptGet := `#!/bin/sh
+printf '%s http_proxy=%s https_proxy=%s\n' "$*" "${http_proxy-}" "${https_proxy-}" >> ` + log + `
+case " $* " in *" install "*) ln -sf ` + haproxy + ` ` + bin + `/haproxy ;; esac
+`
+	inv := "lb ansible_connection=local ansible_python_interpreter=" + python(t) + "\n"
+	for name, content := range map[string]string{"site.yml": playbook, "inventory.ini": inv, "bin/apt-get": aptGet} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	scriptPath, err := filepath.Abs(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := filepath.Join(dir, "host")
+	vars := map[string]any{
+		"external_lb_script": scriptPath, "external_lb_script_dest": filepath.Join(host, "usr/local/lib/heatsible/external_lb.sh"),
+		"external_lb_install": true, "external_lb_state": "present", "external_lb_routes": []map[string]string{},
+		"external_lb_env": map[string]string{
+			"PATH":            bin + ":/usr/bin:/bin", // no haproxy: the script installs it
+			"HAPROXY_LB_CONF": filepath.Join(host, "etc/haproxy/haproxy.cfg"), "HAPROXY_LB_STATE": filepath.Join(host, "var/lib/heatsible-lb"),
+			"HAPROXY_LB_NO_SERVICE": "1", "HAPROXY_LB_PORTS": "18080:30080",
+		},
+		"proxy_env": map[string]string{"http_proxy": "http://proxy.example:3128", "https_proxy": "http://proxy.example:3129", "no_proxy": ""},
+	}
+	rc, out := runRole(t, dir, vars, false)
+	if rc.failed != 0 || rc.changed == 0 {
+		t.Fatalf("recap %+v, want changes and no failure\n%s", rc, out)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatalf("apt-get was not run: %v\n%s", err, out)
+	}
+	got := strings.Split(strings.TrimSpace(string(b)), "\n")
+	const proxies = " http_proxy=http://proxy.example:3128 https_proxy=http://proxy.example:3129"
+	if len(got) != 2 || !strings.HasSuffix(got[0], " update"+proxies) || !strings.HasSuffix(got[1], " install haproxy"+proxies) {
+		t.Errorf("apt-get was asked:\n%s\nwant update, then install haproxy, each with%s", b, proxies)
+	}
+}

@@ -621,6 +621,7 @@ func TestKubeadmStandInRefusals(t *testing.T) {
 		t.Fatalf("heal-start of a worker without kubeadm: exit %d, want 6 (refused)\n%s", code, tail(errs, 40))
 	}
 	if !strings.Contains(errs, victim.Name+" has neither kubeadm nor a kubelet: its replacement, booted from the same image, would have none either") ||
+		!strings.Contains(errs, "cannot tell kubeadm and a kubelet that came with them from ones installed by hand after boot") ||
 		!strings.Contains(errs, "Nothing was changed (not drained, not deleted)") {
 		t.Errorf("the refusal does not say why:\n%s", tail(errs, 30))
 	}
@@ -672,4 +673,104 @@ func TestKubeadmStandInRefusals(t *testing.T) {
 	if masters == 0 {
 		t.Fatal("the bed's stack has no master")
 	}
+}
+
+// TestKubeadmJoinCRISocket: kubeadm 1.24+ on a node with several CRI
+// endpoints does not choose ("found multiple CRI endpoints on the host"),
+// so a plain join fails after heatsible made a token. The spare worker
+// gets two that answer (containerd's and cri-dockerd's sockets, listened
+// on by stand-ins), and the stand-in kubeadm detects them as kubeadm
+// does:
+//   - the first master's kubelet names none: scale-end refuses (exit 6)
+//     before any join, naming both endpoints;
+//   - it names containerd's (/var/lib/kubelet/config.yaml, in the /run
+//     spelling kubeadm writes): the JoinConfiguration carries criSocket
+//     unix:///var/run/containerd/containerd.sock and the node joins.
+func TestKubeadmJoinCRISocket(t *testing.T) {
+	b := needBed(t)
+	spare, spareIP := b.env["BED_SPARE_WORKER"], b.env["BED_SPARE_WORKER_IP"]
+	if spare == "" {
+		t.Fatal("the bed has no spare worker (SPARE_WORKERS=0)")
+	}
+	const kubeletConfig = "/var/lib/kubelet/config.yaml"
+	if _, err := b.try("master-0", "test", "-e", kubeletConfig); err == nil {
+		t.Fatalf("master-0 has %s already: the test would overwrite it", kubeletConfig)
+	}
+	b.kubeadmStandIn(t, "master-0", spare)
+	b.isolateWorkerNodes(t)
+	b.ensureNFSClient(t, spare)
+	sockets := []string{"/run/containerd/containerd.sock", "/run/cri-dockerd.sock"}
+	t.Cleanup(func() {
+		b.try(spare, "systemctl", "stop", "hs-e2e-cri-0.service", "hs-e2e-cri-1.service")
+		b.try(spare, "rm", "-f", sockets[0], sockets[1])
+		b.try("master-0", "rm", "-f", kubeletConfig)
+	})
+	for i, s := range sockets {
+		b.exec(t, spare, "sh", "-c", `mkdir -p "$(dirname "$1")" && systemd-run --quiet --unit "$2" python3 -c '
+import os, socket, sys
+p = sys.argv[1]
+if os.path.exists(p):
+    os.unlink(p)
+s = socket.socket(socket.AF_UNIX)
+s.bind(p)
+s.listen(8)
+while True:
+    s.accept()[0].close()
+' "$1" && for i in $(seq 50); do [ -S "$1" ] && exit 0; sleep 0.1; done; exit 1`, "sh", s, fmt.Sprintf("hs-e2e-cri-%d.service", i))
+	}
+	workers := workersOf(b.topology(t))
+	b.stackScale(t, len(workers)+1)
+	t.Cleanup(func() {
+		if n, ok := nodeByAddress(b.topology(t), spareIP); ok {
+			b.stackScale(t, len(workers), n.Member)
+		}
+	})
+	n, ok := nodeByAddress(b.topology(t), spareIP)
+	if !ok || n.MemberStackID == "" {
+		t.Fatalf("after the scale-out Heat has no member at %s: %+v", spareIP, n)
+	}
+	state := t.TempDir()
+
+	seq := lastRecordSeq(b.kubeadmRecords(t, spare, 0))
+	code, _, errs := b.runKubeadm(t, state, "scale-end", "--nodes", n.MemberStackID)
+	t.Logf("no endpoint named by the first master's kubelet: exit %d: %s", code, lineWith(errs, "several CRI endpoints"))
+	if code != 6 {
+		t.Fatalf("scale-end onto a node with two CRI endpoints: exit %d, want 6 (refused)\n%s", code, tail(errs, 40))
+	}
+	for _, want := range []string{
+		"has several CRI endpoints (unix:///var/run/containerd/containerd.sock, unix:///var/run/cri-dockerd.sock), among which kubeadm 1.24+ does not choose",
+		"kubelet names none (containerRuntimeEndpoint in /var/lib/kubelet/config.yaml",
+		"Nothing was changed. Leave the node one CRI endpoint, the cluster's",
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, tail(errs, 30))
+		}
+	}
+	if got := commandsOf(b.kubeadmRecords(t, spare, seq)); got != "" {
+		t.Errorf("kubeadm ran on %s after the refusal: %s", spare, got)
+	}
+	if node, ok := b.nodeWithIP(t, spareIP); ok {
+		t.Errorf("Node %s joined after the refusal", node.Name)
+	}
+
+	b.exec(t, "master-0", "sh", "-c", `mkdir -p /var/lib/kubelet && printf 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncontainerRuntimeEndpoint: unix:///run/containerd/containerd.sock\n' > `+kubeletConfig)
+	code, _, errs = b.runKubeadm(t, state, "scale-end", "--nodes", n.MemberStackID)
+	if code != 0 {
+		t.Fatalf("scale-end with the first master's kubelet naming containerd: exit %d\n%s", code, tail(errs, 40))
+	}
+	joins := recsOf(b.kubeadmRecords(t, spare, seq), "join")
+	if len(joins) != 1 || joins[0].ExitCode != 0 || joins[0].Config == nil {
+		t.Fatalf("kubeadm joins on %s: %+v, want one that succeeded with --config", spare, joins)
+	}
+	reg, _ := joins[0].Config.Content["nodeRegistration"].(map[string]any)
+	if got, _ := reg["criSocket"].(string); got != "unix:///var/run/containerd/containerd.sock" {
+		t.Errorf("the JoinConfiguration's nodeRegistration.criSocket: %q, want unix:///var/run/containerd/containerd.sock (%v)", got, joins[0].Config.Content)
+	}
+	if node, ok := b.nodeWithIP(t, spareIP); !ok || node.Name != spare {
+		t.Errorf("after scale-end: Node %+v, want %s", node, spare)
+	}
+	if code, _, errs = b.runKubeadm(t, state, "scale-start", "--nodes", n.Member); code != 0 {
+		t.Errorf("scale-start: exit %d\n%s", code, tail(errs, 30))
+	}
+	b.stackScale(t, len(workers), n.Member)
 }

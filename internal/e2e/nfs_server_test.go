@@ -363,3 +363,52 @@ systemctl daemon-reload`)
 		t.Errorf("ganesha runs without its drop-in loaded (the start task did not reload systemd)")
 	}
 }
+
+// TestStorageInstallsLibnfs: a storage server without libnfs-utils (Ubuntu
+// ships it in universe, and no Ubuntu image has it) gets it from the run,
+// whose verification then speaks NFS to every export. The bed's base has
+// it on every host (the workers' nfs-ls is the tests' NFS client), so this
+// test removes it from the storage server first. Before the fix the
+// package was never in the role's list of missing packages: the run left
+// it out, exited 0 and said "NOT VERIFIED by an NFS client".
+func TestStorageInstallsLibnfs(t *testing.T) {
+	b := needBed(t)
+	// Registered before the purge: the bed's storage server keeps it.
+	t.Cleanup(func() {
+		if out, err := b.try("storage", "sh", "-c", `dpkg-query -W -f='${Status}' libnfs-utils 2>/dev/null | grep -q 'install ok installed' ||
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libnfs-utils`); err != nil {
+			t.Errorf("putting libnfs-utils back on the storage server: %v\n%s", err, out)
+		}
+	})
+	b.exec(t, "storage", "dpkg", "--purge", "libnfs-utils")
+	if _, err := b.try("storage", "sh", "-c", "command -v nfs-ls"); err == nil {
+		t.Fatal("nfs-ls is still on the storage server after dpkg --purge libnfs-utils")
+	}
+
+	args := b.runArgs("--tags", "cinder_volume,nfs_server")
+	code, out, errs, took := b.heatsible(t, args...)
+	t.Logf("storage server without libnfs-utils: exit %d in %s", code, took.Round(time.Millisecond))
+	if code != 0 {
+		t.Fatalf("exit %d, want 0\n%s", code, tail(errs, 30))
+	}
+	if strings.Contains(out+errs, "NOT VERIFIED") {
+		t.Errorf("the verification did not speak NFS (libnfs-utils not installed by the run):\n%s", tail(out+errs, 20))
+	}
+	if !strings.Contains(out+errs, "(nfs-ls)") {
+		t.Errorf("the verification does not say it read the exports over NFS (nfs-ls):\n%s", tail(out+errs, 20))
+	}
+	if st, err := b.try("storage", "dpkg-query", "-W", "-f=${Status}", "libnfs-utils"); err != nil || st != "install ok installed" {
+		t.Errorf("libnfs-utils on the storage server after the run: %q (%v), want installed", st, err)
+	}
+	if changed, _ := storageRecap(t, out); changed == 0 {
+		t.Errorf("the run changed nothing on the storage server, want the package installed")
+	}
+	// Converged: the re-run installs nothing and changes nothing.
+	code, out, errs, _ = b.heatsible(t, args...)
+	if code != 0 {
+		t.Fatalf("re-run: exit %d\n%s", code, tail(errs, 30))
+	}
+	if changed, _ := storageRecap(t, out); changed != 0 {
+		t.Errorf("re-run changed %d on the storage server, want 0", changed)
+	}
+}

@@ -17,11 +17,16 @@ TOKEN = "abcdef.0123456789abcdef"
 HASH = "sha256:" + "1" * 64
 
 
-def probe(kubeadm=True, kubelet=True, version="v1.33.13", joined=False):
+CONTAINERD = "unix:///var/run/containerd/containerd.sock"
+DOCKERD = "unix:///var/run/cri-dockerd.sock"
+
+
+def probe(kubeadm=True, kubelet=True, version="v1.33.13", joined=False, sockets=(CONTAINERD,), endpoint=""):
     return {"rc": 0, "stderr": "", "stdout": json.dumps({
         "hostname": "h", "kubeadm": "/usr/bin/kubeadm" if kubeadm else "",
         "kubeadm_version": version if kubeadm else "", "kubelet": "/usr/bin/kubelet" if kubelet else "",
-        "kubelet_version": "Kubernetes v1.33.13" if kubelet else "", "kubelet_conf": joined})}
+        "kubelet_version": "Kubernetes v1.33.13" if kubelet else "", "kubelet_conf": joined,
+        "cri_sockets": list(sockets), "runtime_endpoint": endpoint})}
 
 
 UNREACHABLE = {"unreachable": True, "msg": "Failed to connect to the host via ssh: Connection refused"}
@@ -50,8 +55,13 @@ class Check(unittest.TestCase):
         cases = [
             ("node and master have them", {"master-0": probe(), "worker-0": probe()}, "",
              "worker-0 has kubeadm v1.33.13 and a kubelet"),
+            ("accepted, saying what it assumes", {"master-0": probe(), "worker-0": probe()}, "",
+             "heal-end can join its replacement, if it has them too (heatsible assumes that Heat builds the "
+             "replacement from the same image and user data"),
             ("no kubeadm on the node", {"master-0": probe(), "worker-0": probe(kubeadm=False)},
-             "worker-0 has no kubeadm: its replacement, booted from the same image, would have none either", ""),
+             "worker-0 has no kubeadm: its replacement, booted from the same image, would have none either "
+             "(heatsible assumes that Heat builds the replacement from the same image and user data, and cannot "
+             "tell kubeadm and a kubelet that came with them from ones installed by hand after boot", ""),
             ("no kubelet on the node", {"master-0": probe(), "worker-0": probe(kubelet=False)},
              "worker-0 has no kubelet: its replacement", ""),
             ("neither on the node", {"master-0": probe(), "worker-0": probe(kubeadm=False, kubelet=False)},
@@ -148,6 +158,56 @@ class Join(unittest.TestCase):
         self.assertEqual(got["api_versions"], {"worker-2": "kubeadm.k8s.io/v1beta3"})
 
 
+class CRISockets(unittest.TestCase):
+    """kubeadm 1.24+ on a node with several CRI endpoints ("found multiple
+    CRI endpoints on the host"): criSocket from the first master's kubelet,
+    or a refusal before anything changes."""
+
+    def test_join(self):
+        two = (CONTAINERD, DOCKERD)
+        cases = [
+            ("one endpoint: kubeadm's own detection", probe(), probe(), {}, ""),
+            ("none (the bed): kubeadm's default", probe(endpoint=""), probe(sockets=()), {}, ""),
+            ("two, the master's kubelet names one of them (/run spelling)",
+             probe(endpoint="unix:///run/containerd/containerd.sock"), probe(sockets=two), {"worker-2": CONTAINERD}, ""),
+            ("two, the master's kubelet names none", probe(), probe(sockets=two), {},
+             "worker-2 has several CRI endpoints (%s, %s), among which kubeadm 1.24+ does not choose" % two),
+            ("two, the master's kubelet names another", probe(endpoint="unix:///var/run/crio/crio.sock"),
+             probe(sockets=two), {}, "kubelet names unix:///var/run/crio/crio.sock, which is not among them"),
+        ]
+        for name, master, node, want, refuse in cases:
+            with self.subTest(name):
+                got = kj.k8s_join_decide("join", {"master-0": master, "worker-2": node}, "master-0", ["worker-2"],
+                                         ADDR, [], nodes())
+                self.assertEqual(got["cri_sockets"], want)
+                if refuse:
+                    self.assertIn(refuse, got["refuse"])
+                    self.assertIn("Nothing was changed. Leave the node one CRI endpoint, the cluster's", got["refuse"])
+                    self.assertNotIn("boot the nodes from an image that has kubeadm", got["refuse"])
+                    self.assertEqual(got["join"], [])
+                else:
+                    self.assertEqual(got["refuse"], "")
+                    self.assertEqual(got["join"], ["worker-2"])
+                    if want:
+                        self.assertIn("criSocket " + CONTAINERD, got["msg"])
+
+    def test_heal_start_refuses_first(self):
+        got = kj.k8s_join_decide("check", {"master-0": probe(), "worker-0": probe(sockets=(CONTAINERD, DOCKERD))},
+                                 "master-0", ["worker-0"], ADDR, [])
+        self.assertIn("worker-0 has several CRI endpoints", got["refuse"])
+        self.assertIn("Nothing was changed (not drained, not deleted)", got["refuse"])
+        got = kj.k8s_join_decide("check", {"master-0": probe(endpoint=DOCKERD),
+                                           "worker-0": probe(sockets=(CONTAINERD, DOCKERD))},
+                                 "master-0", ["worker-0"], ADDR, [])
+        self.assertEqual(got["refuse"], "")
+
+    def test_config(self):
+        cmd = kj.kubeadm_join_command("kubeadm join 10.0.0.1:6443 --token %s --discovery-token-ca-cert-hash %s" % (TOKEN, HASH))
+        self.assertEqual(kj.k8s_join_config(cmd, "kubeadm.k8s.io/v1beta4", DOCKERD)["nodeRegistration"],
+                         {"criSocket": DOCKERD})
+        self.assertNotIn("nodeRegistration", kj.k8s_join_config(cmd, "kubeadm.k8s.io/v1beta4", ""))
+
+
 class Command(unittest.TestCase):
     def test_parse(self):
         for name, out in [
@@ -208,6 +268,8 @@ class Probe(unittest.TestCase):
             self.assertEqual(got["kubeadm_version"], "v1.29.2")
             self.assertEqual(got["kubelet_version"], "Kubernetes v1.29.2")
             self.assertIn(got["kubelet_conf"], (True, False))
+            self.assertIsInstance(got["cri_sockets"], list)
+            self.assertIsInstance(got["runtime_endpoint"], str)
             decided = kj.k8s_join_decide("check", {"m": {"stdout": json.dumps(got)}, "n": {"stdout": json.dumps(got)}},
                                          "m", ["n"], {}, [])
             self.assertEqual(decided["refuse"], "")

@@ -20,6 +20,14 @@ TOKEN = re.compile(r"\b([a-z0-9]{6})\.([a-z0-9]{16})\b")
 VERSION = re.compile(r"^v?(\d+)\.(\d+)")
 
 # Where a refusal tells the operator to go instead.
+# What the heal-start check assumes and cannot prove: a look at the node
+# (or its peers) cannot tell kubeadm that came with the image or the user
+# data, which Heat's replacement gets too, from kubeadm installed by hand
+# after boot, which it does not. The messages say so.
+ASSUMES = ("heatsible assumes that Heat builds the replacement from the same image and user data, and "
+           "cannot tell kubeadm and a kubelet that came with them from ones installed by hand after boot, "
+           "which the replacement would lack")
+
 WAYS_OUT = (
     "Either boot the nodes from an image that has kubeadm and a kubelet, give the request "
     "ansible.kubespray_root_path (kubespray then removes and re-adds the node), or have the VNF "
@@ -101,6 +109,42 @@ def _has(p):
                                               p.get("kubelet_version") or p.get("kubelet"))
 
 
+def _endpoint_path(url):
+    """A CRI endpoint's socket path, /run and /var/run as one (on every
+    distribution kubeadm supports /var/run is a link to /run)."""
+    path = (url or "").strip()
+    if path.startswith("unix://"):
+        path = path[len("unix://"):]
+    if path.startswith("/run/"):
+        path = "/var/run/" + path[len("/run/"):]
+    return path
+
+
+CRI_FIX = ("Leave the node one CRI endpoint, the cluster's: remove (or stop, and take its socket away) the container "
+           "runtime the cluster does not use, in the node's image or user data for a replacement, or on the node "
+           "itself; or have the first master's kubelet name the cluster's (containerRuntimeEndpoint in "
+           "/var/lib/kubelet/config.yaml) when that is among the node's. Then run the same command again.")
+
+
+def _cri_socket(node, p, master, mp):
+    """The criSocket for node's JoinConfiguration: "" when kubeadm finds
+    the one endpoint itself (none or one answers), the endpoint of the
+    first master's kubelet when the node has several and it is among them.
+    Returns (socket, problem)."""
+    sockets = p.get("cri_sockets") or []
+    if len(sockets) <= 1:
+        return "", ""
+    want = mp.get("runtime_endpoint") or ""
+    for sock in sockets:
+        if want and _endpoint_path(sock) == _endpoint_path(want):
+            return sock, ""
+    names = ("names none (containerRuntimeEndpoint in /var/lib/kubelet/config.yaml, --container-runtime-endpoint "
+             "in /var/lib/kubelet/kubeadm-flags.env)" if not want else "names %s, which is not among them" % want)
+    return "", ("%s has several CRI endpoints (%s), among which kubeadm 1.24+ does not choose (\"found multiple CRI "
+                "endpoints on the host\"), and heatsible cannot tell which one the cluster uses: the first master "
+                "%s's kubelet %s" % (node, ", ".join(sockets), master, names))
+
+
 def _internal_ips(node):
     return [a.get("address") for a in (node.get("status") or {}).get("addresses") or []
             if a.get("type") == "InternalIP" and a.get("address")]
@@ -141,7 +185,7 @@ def k8s_join_decide(action, probes, master, nodes, addresses=None, peers=None, c
     addresses = addresses or {}
     peers = peers or []
     probes = probes or {}
-    out = {"refuse": "", "msg": "", "join": [], "joined": {}, "api_versions": {}}
+    out = {"refuse": "", "msg": "", "join": [], "joined": {}, "api_versions": {}, "cri_sockets": {}}
     mp = _probe(probes.get(master))
     why = _master_problem(master, mp)
     if why:
@@ -155,12 +199,19 @@ def k8s_join_decide(action, probes, master, nodes, addresses=None, peers=None, c
             lacks = _lacks(p)
             if lacks:
                 out["refuse"] = (
-                    "%s %s: its replacement, booted from the same image, would have none either, so "
+                    "%s %s: its replacement, booted from the same image, would have none either (%s), so "
                     "heal-end could not join it again, and heal-start would leave the cluster without it. "
-                    "Nothing was changed (not drained, not deleted). %s" % (node, lacks, WAYS_OUT))
+                    "Nothing was changed (not drained, not deleted). %s" % (node, lacks, ASSUMES, WAYS_OUT))
                 return _unsafe(out)
-            out["msg"] = "%s has %s; %s can make a join command: heal-end can join its replacement" % (
-                node, _has(p), master)
+            _, cri = _cri_socket(node, p, master, mp)
+            if cri:
+                out["refuse"] = ("%s: its replacement, booted from the same image, would have them too, so "
+                                 "heal-end could not join it. Nothing was changed (not drained, not deleted). %s"
+                                 % (cri, CRI_FIX))
+                return _unsafe(out)
+            out["msg"] = ("%s has %s; %s can make a join command: heal-end can join its replacement, "
+                          "if it has them too (%s: heal-end then refuses, joining nothing, until they are there)" % (
+                              node, _has(p), master, ASSUMES))
             return _unsafe(out)
         # The node does not answer (a dead VM is the usual reason to heal
         # it): the other workers, booted from the same image, stand for it.
@@ -188,8 +239,9 @@ def k8s_join_decide(action, probes, master, nodes, addresses=None, peers=None, c
                 "kubeadm and a kubelet, so it does not remove the node. Nothing was changed. Run heal-start "
                 "again when a worker answers, or %s" % (node, reason, WAYS_OUT[0].lower() + WAYS_OUT[1:]))
             return _unsafe(out)
-        out["msg"] = ("%s %s; the other workers (same image as its replacement) have kubeadm and a kubelet: %s"
-                      % (node, reason, ", ".join(seen)))
+        out["msg"] = ("%s %s; the other workers (same image as its replacement) have kubeadm and a kubelet: %s "
+                      "(%s: heal-end then refuses, joining nothing, until they are there)"
+                      % (node, reason, ", ".join(seen), ASSUMES))
         return _unsafe(out)
 
     # action == "join"
@@ -197,6 +249,7 @@ def k8s_join_decide(action, probes, master, nodes, addresses=None, peers=None, c
         cluster = json.loads(cluster or "{}")
     items = (cluster or {}).get("items") or []
     problems, done, todo = [], [], []
+    other, cri_problem = False, False  # which ways out the refusal names
     for node in nodes:
         p = _probe(probes.get(node))
         if p["state"] != "ok":
@@ -234,18 +287,32 @@ def k8s_join_decide(action, probes, master, nodes, addresses=None, peers=None, c
                         % (node, p.get("kubeadm_version") or "(no version)"))
         if mine:
             problems.extend(mine)
+            other = True
             continue
+        sock, cri = _cri_socket(node, p, master, mp)
+        if cri:
+            problems.append(cri)
+            cri_problem = True
+            continue
+        if sock:
+            out["cri_sockets"][node] = sock
         out["api_versions"][node] = av
         todo.append(node)
     if problems:
+        ways = [WAYS_OUT] if other or not cri_problem else []
+        if cri_problem:
+            ways.append(CRI_FIX)
         out["refuse"] = ("cannot join with kubeadm: %s. Nothing was changed. %s"
-                         % ("; ".join(problems), WAYS_OUT))
+                         % ("; ".join(problems), " ".join(ways)))
         out["join"] = []
         return _unsafe(out)
     out["join"] = todo
     parts = []
     if todo:
         parts.append("to join: %s (join command from %s)" % (", ".join(todo), master))
+    for node, sock in sorted(out["cri_sockets"].items()):
+        parts.append("%s has several CRI endpoints: criSocket %s, the one the first master's kubelet uses"
+                     % (node, sock))
     if done:
         parts.append("already joined: %s" % ", ".join(done))
     out["msg"] = "; ".join(parts)
@@ -297,11 +364,13 @@ def kubeadm_join_command(stdout):
     return _unsafe(out)
 
 
-def k8s_join_config(command, api):
+def k8s_join_config(command, api, cri_socket=""):
     """The JoinConfiguration document (a dict) for a worker: token discovery
-    with the CA pins, nothing else (kubeadm's defaults: the hostname as node
-    name, the runtime it detects)."""
-    return {
+    with the CA pins, and nodeRegistration.criSocket only when the node has
+    several CRI endpoints (k8s_join_decide chose the cluster's); otherwise
+    kubeadm's defaults (the hostname as node name, the runtime it
+    detects)."""
+    doc = {
         "apiVersion": api,
         "kind": "JoinConfiguration",
         "discovery": {
@@ -312,6 +381,9 @@ def k8s_join_config(command, api):
             }
         },
     }
+    if cri_socket:
+        doc["nodeRegistration"] = {"criSocket": cri_socket}
+    return doc
 
 
 def k8s_join_waiting(cluster, names, addresses=None):
