@@ -544,16 +544,7 @@ func TestKubeadmStandInScaleOutAndIn(t *testing.T) {
 	b.ensureNFSClient(t, spare)
 	b.removeNFSClient(t, spare)
 	workers := workersOf(b.topology(t))
-	b.stackScale(t, len(workers)+1)
-	t.Cleanup(func() {
-		if n, ok := nodeByAddress(b.topology(t), spareIP); ok {
-			b.stackScale(t, len(workers), n.Member)
-		}
-	})
-	n, ok := nodeByAddress(b.topology(t), spareIP)
-	if !ok || n.MemberStackID == "" {
-		t.Fatalf("after the scale-out Heat has no member at %s: %+v", spareIP, n)
-	}
+	n := b.scaleOutSpare(t, len(workers))
 	state := t.TempDir()
 	seq := lastRecordSeq(b.kubeadmRecords(t, spare, 0))
 	code, out, errs := b.runKubeadm(t, state, "scale-end", "--nodes", n.MemberStackID)
@@ -719,16 +710,7 @@ while True:
 ' "$1" && for i in $(seq 50); do [ -S "$1" ] && exit 0; sleep 0.1; done; exit 1`, "sh", s, fmt.Sprintf("hs-e2e-cri-%d.service", i))
 	}
 	workers := workersOf(b.topology(t))
-	b.stackScale(t, len(workers)+1)
-	t.Cleanup(func() {
-		if n, ok := nodeByAddress(b.topology(t), spareIP); ok {
-			b.stackScale(t, len(workers), n.Member)
-		}
-	})
-	n, ok := nodeByAddress(b.topology(t), spareIP)
-	if !ok || n.MemberStackID == "" {
-		t.Fatalf("after the scale-out Heat has no member at %s: %+v", spareIP, n)
-	}
+	n := b.scaleOutSpare(t, len(workers))
 	state := t.TempDir()
 
 	seq := lastRecordSeq(b.kubeadmRecords(t, spare, 0))

@@ -165,6 +165,26 @@ func workersOf(nodes []topoNode) []string {
 
 // stackScale resizes the bed stack's worker group the way Tacker does
 // (victims marked unhealthy first).
+// scaleOutSpare has Heat add the spare worker (workers+1 members) and
+// returns its member. The scale back to workers is registered before the
+// scale-out, so a test that stops anywhere after leaves the stack as it was
+// (a test that scales back itself leaves the cleanup nothing to do).
+func (b *bed) scaleOutSpare(t *testing.T, workers int) topoNode {
+	t.Helper()
+	spareIP := b.env["BED_SPARE_WORKER_IP"]
+	t.Cleanup(func() {
+		if n, ok := nodeByAddress(b.topology(t), spareIP); ok {
+			b.stackScale(t, workers, n.Member)
+		}
+	})
+	b.stackScale(t, workers+1)
+	n, ok := nodeByAddress(b.topology(t), spareIP)
+	if !ok || n.MemberStackID == "" || n.Member == "" {
+		t.Fatalf("after the scale-out Heat has no member at %s (or no member ids): %+v", spareIP, n)
+	}
+	return n
+}
+
 func (b *bed) stackScale(t *testing.T, n int, victims ...string) {
 	t.Helper()
 	args := []string{"stack-scale", b.env["HEATSIBLE_STACK"], fmt.Sprint(n)}
@@ -287,18 +307,7 @@ func TestKubesprayStandInScaleAndHeal(t *testing.T) {
 	// address; heatsible is told its nested stack id, as Tacker does.
 	spare, spareIP := b.env["BED_SPARE_WORKER"], b.env["BED_SPARE_WORKER_IP"]
 	b.removeNFSClient(t, spare)
-	b.stackScale(t, len(workers)+1)
-	t.Cleanup(func() {
-		// Leave the stack as the bed made it, whatever happened.
-		nodes := b.topology(t)
-		if n, ok := nodeByAddress(nodes, spareIP); ok {
-			b.stackScale(t, len(workers), n.Member)
-		}
-	})
-	n, ok := nodeByAddress(b.topology(t), spareIP)
-	if !ok || n.MemberStackID == "" || n.Member == "" {
-		t.Fatalf("after the scale-out Heat has no member at %s (or no member ids): %+v", spareIP, n)
-	}
+	n := b.scaleOutSpare(t, len(workers))
 	newNode := n.Name
 	b.ksRun(t, state, "scale-end", "--nodes", n.MemberStackID)
 	recs = b.ksRecords(t, seq)

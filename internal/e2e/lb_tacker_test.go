@@ -292,16 +292,7 @@ systemctl restart haproxy`)
 	// 3. Scale-out: Heat adds the spare worker; scale-end adds its line and
 	// reloads haproxy (same master process, new workers).
 	spareIP := b.env["BED_SPARE_WORKER_IP"]
-	b.stackScale(t, len(workers)+1)
-	t.Cleanup(func() {
-		if n, ok := nodeByAddress(b.topology(t), spareIP); ok {
-			b.stackScale(t, len(workers), n.Member)
-		}
-	})
-	n, ok := nodeByAddress(b.topology(t), spareIP)
-	if !ok || n.MemberStackID == "" {
-		t.Fatalf("after the scale-out Heat has no member at %s: %+v", spareIP, n)
-	}
+	n := b.scaleOutSpare(t, len(workers))
 	// A dry run first: nothing changes on the load balancer.
 	r = b.lbRun(t, state, request, pkg, "scale-end", "--nodes", n.MemberStackID, "--check")
 	if sc := b.lbState(t, since); sc.cfg != s2.cfg || sc.pids != s2.pids || r.Recap[lbHost(r)].Changed == 0 {
