@@ -204,5 +204,153 @@ class Report(unittest.TestCase):
                                      "(exit 127: sh: 1: python3: not found). Nothing was installed.")
 
 
+update = load("apt_wait", "files/update.py")
+
+# apt-get -q update (apt 2.6, Debian 12, LC_ALL=C) with a source answering
+# 404 (a retired repository: no Release file), recorded on the machine.
+RETIRED = """Ign:1 http://10.231.0.1:8404/kubernetes-xenial kubernetes-xenial InRelease
+Err:2 http://10.231.0.1:8404/kubernetes-xenial kubernetes-xenial Release
+  404  Not Found [IP: 10.231.0.1 8404]
+Get:3 http://deb.debian.org/debian bookworm-updates InRelease [55.4 kB]
+Get:4 http://deb.debian.org/debian bookworm-updates/main amd64 Packages [6924 B]
+Reading package lists...
+E: The repository 'http://10.231.0.1:8404/kubernetes-xenial kubernetes-xenial Release' does not have a Release file.
+"""
+# The same with a source that refuses connections (exit 0: apt-get warns).
+REFUSED = """Ign:1 http://10.231.0.1:8405/security bookworm-security InRelease
+Hit:2 http://deb.debian.org/debian bookworm-updates InRelease
+Ign:1 http://10.231.0.1:8405/security bookworm-security InRelease
+Err:1 http://10.231.0.1:8405/security bookworm-security InRelease
+  Could not connect to 10.231.0.1:8405 (10.231.0.1). - connect (111: Connection refused)
+Reading package lists...
+W: Failed to fetch http://10.231.0.1:8405/security/dists/bookworm-security/InRelease  Could not connect to 10.231.0.1:8405 (10.231.0.1). - connect (111: Connection refused)
+W: Some index files failed to download. They have been ignored, or old ones used instead.
+"""
+# Every source refused (exit 0).
+NONE = """Ign:1 http://10.231.0.1:8405/security bookworm-security InRelease
+Err:1 http://10.231.0.1:8405/security bookworm-security InRelease
+  Could not connect to 10.231.0.1:8405 (10.231.0.1). - connect (111: Connection refused)
+Reading package lists...
+W: Failed to fetch http://10.231.0.1:8405/security/dists/bookworm-security/InRelease  Could not connect to 10.231.0.1:8405 (10.231.0.1). - connect (111: Connection refused)
+W: Some index files failed to download. They have been ignored, or old ones used instead.
+"""
+# A repository whose key expired or is missing (apt 2.x: an error).
+UNSIGNED = """Hit:1 http://deb.debian.org/debian bookworm InRelease
+Get:2 https://user:secret@repo.example.com/apt stable InRelease [3 kB]
+Err:2 https://user:secret@repo.example.com/apt stable InRelease
+  The following signatures couldn't be verified because the public key is not available: NO_PUBKEY 234654DA9A296436
+Reading package lists...
+W: GPG error: https://user:secret@repo.example.com/apt stable InRelease: The following signatures couldn't be verified because the public key is not available: NO_PUBKEY 234654DA9A296436
+E: The repository 'https://user:secret@repo.example.com/apt stable InRelease' is not signed.
+"""
+LOCKED = """E: Could not get lock /var/lib/apt/lists/lock. It is held by process 4242 (apt-get)
+E: Unable to lock directory /var/lib/apt/lists/
+"""
+
+
+def ran(output, rc=0, took=1, timed_out=False, fresh=False, age=7200):
+    rep = {"fresh": fresh, "age": age}
+    if not fresh:
+        rep.update(rc=rc, output=output, took=took, timed_out=timed_out)
+    return {"rc": 0, "stdout": json.dumps(rep)}
+
+
+class AptUpdate(unittest.TestCase):
+    def test_retired_repository_is_left_out(self):
+        r = aw.apt_update_report(ran(RETIRED, rc=100), "workernode-x", 600)
+        self.assertEqual(r["msg"], "workernode-x: apt-get update could not fetch from 1 source(s), left out as apt-get "
+                         "leaves them out: http://10.231.0.1:8404/kubernetes-xenial kubernetes-xenial Release "
+                         "(404 Not Found [IP: 10.231.0.1 8404]); installing from the sources that answered (1 s)")
+        self.assertTrue(r["warn"])
+        self.assertFalse(r["failed"])
+        self.assertFalse(r["all_failed"])
+        self.assertIn("apt-get update could not fetch from 1 source(s): http://10.231.0.1:8404/kubernetes-xenial "
+                      "kubernetes-xenial Release (404 Not Found", r["hint"])
+
+    def test_refused_source(self):
+        failed, answered = aw.apt_update_parse(REFUSED)
+        self.assertEqual(failed, [("http://10.231.0.1:8405/security bookworm-security",
+                                   "http://10.231.0.1:8405/security bookworm-security InRelease",
+                                   "Could not connect to 10.231.0.1:8405 (10.231.0.1). - connect (111: Connection refused)")])
+        self.assertEqual(answered, ["http://deb.debian.org/debian bookworm-updates"])
+        r = aw.apt_update_report(ran(REFUSED), "w", 600)
+        self.assertTrue(r["warn"])
+        self.assertFalse(r["all_failed"])
+
+    def test_every_source_failed(self):
+        r = aw.apt_update_report(ran(NONE), "w", 600)
+        self.assertTrue(r["warn"])
+        self.assertTrue(r["all_failed"])
+        self.assertFalse(r["failed"])  # the install says whether the package is there
+        self.assertTrue(r["msg"].startswith("w: apt-get update could not fetch from any of its 1 source(s): "
+                                            "http://10.231.0.1:8405/security bookworm-security InRelease (Could not connect"))
+        self.assertIn("installing from the package lists already on the host", r["msg"])
+        self.assertIn("could not fetch from any of its 1 source(s), so no package list was refreshed:", r["hint"])
+
+    def test_unsigned_repository_once_and_masked(self):
+        failed, answered = aw.apt_update_parse(aw._CREDS.sub("//********@", UNSIGNED))
+        self.assertEqual([f[0] for f in failed], ["https://********@repo.example.com/apt stable"])
+        self.assertEqual(answered, ["http://deb.debian.org/debian bookworm"])
+        r = aw.apt_update_report(ran(UNSIGNED, rc=100), "w", 600)
+        self.assertNotIn("secret", r["msg"] + r["hint"])
+        self.assertIn("NO_PUBKEY 234654DA9A296436", r["msg"])
+
+    def test_update_itself_failed(self):
+        r = aw.apt_update_report(ran(LOCKED, rc=100), "w", 600)
+        self.assertTrue(r["failed"])
+        self.assertIn("w: apt-get update failed (exit 100) without naming a source that failed: E: Could not get lock", r["msg"])
+        self.assertIn("Nothing was installed.", r["msg"])
+
+    def test_timed_out(self):
+        r = aw.apt_update_report(ran("Ign:1 http://a.example x InRelease\n", rc=None, took=600, timed_out=True), "w", 600)
+        self.assertTrue(r["warn"])
+        self.assertFalse(r["failed"])
+        self.assertEqual(r["msg"], "w: apt-get update did not finish within 600 s and was stopped; installing from the "
+                                   "package lists there are (600 s)")
+
+    def test_all_answered_and_fresh(self):
+        r = aw.apt_update_report(ran("Hit:1 http://deb.debian.org/debian bookworm InRelease\nReading package lists...\n"), "w", 600)
+        self.assertFalse(r["warn"] or r["failed"])
+        self.assertEqual(r["hint"], "")
+        r = aw.apt_update_report(ran("", fresh=True, age=12), "w", 600)
+        self.assertFalse(r["ran"] or r["warn"] or r["failed"])
+
+    def test_no_report(self):
+        r = aw.apt_update_report({"rc": 1, "stderr": "python3: not found"}, "w", 600)
+        self.assertTrue(r["failed"])
+        self.assertIn("python3: not found", r["msg"])
+
+
+class UpdateScript(unittest.TestCase):
+    def test_lists_age(self):
+        d = tempfile.TemporaryDirectory()
+        self.addCleanup(d.cleanup)
+        stamp, lists = os.path.join(d.name, "stamp"), os.path.join(d.name, "lists")
+        os.mkdir(lists)
+        os.utime(lists, (time.time() - 7200, time.time() - 7200))
+        old = update.STAMP, update.LISTS
+        self.addCleanup(setattr, update, "STAMP", old[0])
+        self.addCleanup(setattr, update, "LISTS", old[1])
+        update.STAMP, update.LISTS = stamp, lists
+        self.assertAlmostEqual(update.lists_age(), 7200, delta=5)
+        open(stamp, "w").close()
+        self.assertLess(update.lists_age(), 5)  # the stamp wins
+        update.STAMP, update.LISTS = stamp + ".no", lists + ".no"
+        self.assertIsNone(update.lists_age())
+
+    def test_run_is_bounded(self):
+        start = time.monotonic()
+        out = update.run(1, argv=(sys.executable, "-c", "import time; print('Ign:1 http://a x InRelease', flush=True); time.sleep(30)"))
+        self.assertLess(time.monotonic() - start, 10)
+        self.assertTrue(out["timed_out"])
+        self.assertIn("Ign:1", out["output"])
+
+    def test_run_output_and_rc(self):
+        out = update.run(10, argv=(sys.executable, "-c", "import sys; print('E: x'); sys.exit(100)"))
+        self.assertEqual((out["rc"], out["output"], out["timed_out"]), (100, "E: x\n", False))
+        out = update.run(10, argv=("/nonexistent/apt-get",))
+        self.assertEqual(out["rc"], 127)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -8,9 +8,18 @@ result (did it clear in time?), so the progress lines of both read alike:
   pid 1234, apt-get), at most 600 s
   worker-1: waited 118 s for the dpkg lock /var/lib/dpkg/lock-frontend
   (pid 1234, apt-get); apt can run
+
+apt_update_report judges files/update.py's apt-get update (tasks/update.yml):
+the sources it could not fetch from, left out as apt-get leaves them out:
+
+  worker-1: apt-get update could not fetch from 1 source(s), left out as
+  apt-get leaves them out: http://apt.kubernetes.io kubernetes-xenial Release
+  (404 Not Found [IP: 10.0.0.1 80]); installing from the sources that
+  answered (1 s)
 """
 
 import json
+import re
 
 LOCK_NAMES = {
     "/var/lib/dpkg/lock-frontend": "the dpkg lock",
@@ -80,8 +89,118 @@ def apt_wait_report(result, host, timeout, check_mode=False):
             "msg": "%s: waited %s s for %s; apt can run" % (host, waited, " and ".join(what) or "nothing")}
 
 
+# A user:password in a source's URL (apt masks it in most messages, not in all).
+_CREDS = re.compile(r"//[^/@\s]+@")
+
+
+def _source(words):
+    """"URL SUITE" of an apt-get update line's "URL SUITE[/COMPONENT] ...", the source's identity."""
+    return " ".join([words[0], words[1].split("/")[0]] if len(words) > 1 else words[:1])
+
+
+def apt_update_parse(output):
+    """(failed, answered) from apt-get update's output (LC_ALL=C).
+
+    failed: [(source, what, reason)] in the order apt printed them, one per
+    source ("URL SUITE"): what is the file apt could not get ("URL SUITE
+    Release"), reason apt's own words ("404  Not Found [IP: ...]",
+    whitespace collapsed). From "Err:N URL SUITE FILE" and its indented
+    reason, "W: GPG error: URL SUITE FILE: reason" and "E: The repository
+    'URL SUITE FILE' is not signed." (and the like).
+    answered: the sources ("URL SUITE") with a "Hit:" or "Get:" line that
+    did not fail.
+    """
+    failed, answered = [], []
+    seen = set()
+
+    def add(words, reason):
+        src = _source(words)
+        if src not in seen:
+            seen.add(src)
+            failed.append((src, " ".join(words), " ".join(reason.split())))
+
+    lines = (output or "").splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        head, _, rest = line.partition(" ")
+        if head.startswith("Err:"):
+            reason = []
+            while i < len(lines) and lines[i][:1] in (" ", "\t"):
+                reason.append(lines[i])
+                i += 1
+            add(rest.split(), " ".join(reason))
+        elif head.startswith(("Hit:", "Get:")):
+            words = rest.split()
+            if len(words) > 1:
+                src = _source(words)
+                if src not in answered:
+                    answered.append(src)
+        elif line.startswith("W: GPG error: "):
+            what, _, reason = line[len("W: GPG error: "):].partition(": ")
+            add(what.split(), reason)
+        elif line.startswith("E: The repository '"):
+            what, _, reason = line[len("E: The repository '"):].partition("' ")
+            add(what.split(), reason.rstrip("."))
+    return failed, [a for a in answered if a not in seen]
+
+
+def apt_update_report(result, host, timeout):
+    """{"ran", "failed", "warn", "all_failed", "sources", "msg", "hint"} for update.py's result.
+
+    apt-get update leaves out the sources that do not answer and reads the
+    others: so does heatsible. warn: some source failed, or the update ran
+    out of time; the install goes on with the lists there are. failed:
+    apt-get update itself failed (no source named, e.g. a held lock or a
+    broken sources.list): nothing is installed. hint: what to add to an
+    install's failure (the sources that failed), "" when none did.
+    """
+    rep, err = _parse(result)
+    none = {"ran": False, "failed": False, "warn": False, "all_failed": False, "sources": [], "msg": "", "hint": ""}
+    if rep is None:
+        return dict(none, failed=True, msg="%s: could not refresh apt's package lists (%s). Nothing was installed." % (host, err))
+    if rep.get("fresh"):
+        return dict(none, msg="%s: apt's package lists are %s s old: not refreshed" % (host, rep.get("age")))
+    output = _CREDS.sub("//********@", rep.get("output") or "")
+    failed, answered = apt_update_parse(output)
+    sources = ["%s (%s)" % (what, reason) if reason else what for _, what, reason in failed]
+    took = rep.get("took", 0)
+    out = dict(none, ran=True, sources=sources, all_failed=bool(failed) and not answered)
+    if failed:
+        out["hint"] = ("apt-get update could not fetch from %s%s: %s. Fix or remove %s (a retired repository such as "
+                       "apt.kubernetes.io in /etc/apt/sources.list.d, a mirror the cloud cannot reach), or give the "
+                       "request a proxy that reaches %s, then re-run."
+                       % ("any of its %d source(s)" % len(failed) if out["all_failed"] else "%d source(s)" % len(failed),
+                          ", so no package list was refreshed" if out["all_failed"] else "",
+                          "; ".join(sources), "them" if len(failed) > 1 else "it", "them" if len(failed) > 1 else "it"))
+    if rep.get("timed_out"):
+        out["warn"] = True
+        out["msg"] = ("%s: apt-get update did not finish within %s s and was stopped%s; installing from the "
+                      "package lists there are (%s s)"
+                      % (host, timeout, "; it could not fetch from: " + "; ".join(sources) if sources else "", took))
+        return out
+    if failed:
+        out["warn"] = True
+        if out["all_failed"]:
+            out["msg"] = ("%s: apt-get update could not fetch from any of its %d source(s): %s; installing from "
+                          "the package lists already on the host (%s s)" % (host, len(failed), "; ".join(sources), took))
+        else:
+            out["msg"] = ("%s: apt-get update could not fetch from %d source(s), left out as apt-get leaves them out: "
+                          "%s; installing from the sources that answered (%s s)" % (host, len(failed), "; ".join(sources), took))
+        return out
+    if rep.get("rc") != 0:
+        tail = [l for l in output.splitlines() if l.strip()][-5:]
+        out["failed"] = True
+        out["msg"] = ("%s: apt-get update failed (exit %s) without naming a source that failed: %s. Nothing was "
+                      "installed." % (host, rep.get("rc"), " / ".join(tail) or "no output"))
+        return out
+    out["msg"] = "%s: apt-get update refreshed the package lists of %d source(s) (%s s)" % (host, len(answered), took)
+    return out
+
+
 class FilterModule(object):
     """The apt_wait role's filters."""
 
     def filters(self):
-        return {"apt_wait_report": apt_wait_report}
+        return {"apt_wait_report": apt_wait_report, "apt_update_report": apt_update_report}
