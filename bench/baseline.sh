@@ -28,7 +28,7 @@
 #       the pinned ports), the drop-ins
 #       /etc/systemd/system/{nfs-server,nfs-ganesha}.service.d/
 #       heatsible-mounts.conf (RequiresMountsFor= and ExecStartPre=mountpoint
-#       for the volumes that hold exports) and /etc/nfs.conf.d/heatsible.conf
+#       for the volumes that hold exports) and /etc/nfs.conf.d/zz-heatsible.conf
 #       (the NFSv3 side ports); /var/lib/heatsible/nfs_server.pending written
 #       before the first of them and removed once the daemons have them (a
 #       mark found at the start is applied, as the role does);
@@ -326,7 +326,7 @@ cfg="" daemon="" stale=()
 # a run that wrote and did not apply (its mark left): apply now, as the role
 if [ -e "$pending" ]; then cfg=1 daemon=1; fi
 for f in ganesha.conf:/etc/ganesha/ganesha.conf dropin.conf:/etc/systemd/system/nfs-server.service.d/heatsible-mounts.conf \
-         dropin.conf:/etc/systemd/system/nfs-ganesha.service.d/heatsible-mounts.conf nfs.conf:/etc/nfs.conf.d/heatsible.conf; do
+         dropin.conf:/etc/systemd/system/nfs-ganesha.service.d/heatsible-mounts.conf nfs.conf:/etc/nfs.conf.d/zz-heatsible.conf; do
   if ! cmp -s "$stage/${f%%:*}" "${f#*:}" || [ "$(stat -c '%U %G %a' "${f#*:}")" != "root root 644" ]; then stale+=("$f"); fi
 done
 if [ ${#stale[@]} -gt 0 ]; then

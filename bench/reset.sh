@@ -19,7 +19,7 @@
 #             nfs_server's files removed: the unit drop-ins
 #             /etc/systemd/system/{nfs-server,nfs-ganesha}.service.d/
 #             heatsible-mounts.conf (and their directories, which the base
-#             image does not have), /etc/nfs.conf.d/heatsible.conf (the pinned
+#             image does not have), /etc/nfs.conf.d/zz-heatsible.conf (the pinned
 #             NFSv3 ports; the directory is the base image's) and the pending
 #             mark /var/lib/heatsible/nfs_server.pending; cinder_volume's
 #             record /var/lib/heatsible/volumes.json and the directory (not in
@@ -127,7 +127,7 @@ rmdir "$m" 2>/dev/null || true'
   # nfs_server's and cinder_volume's files (roles/*/defaults, vars): the
   # drop-ins, the ports, the pending mark, the volumes' record; a directory
   # the base image lacks goes too (when empty)
-  echo 'rm -f /etc/systemd/system/nfs-server.service.d/heatsible-mounts.conf /etc/systemd/system/nfs-ganesha.service.d/heatsible-mounts.conf /etc/nfs.conf.d/heatsible.conf /var/lib/heatsible/nfs_server.pending /var/lib/heatsible/volumes.json'
+  echo 'rm -f /etc/systemd/system/nfs-server.service.d/heatsible-mounts.conf /etc/systemd/system/nfs-ganesha.service.d/heatsible-mounts.conf /etc/nfs.conf.d/zz-heatsible.conf /var/lib/heatsible/nfs_server.pending /var/lib/heatsible/volumes.json'
   for d in /etc/systemd/system/nfs-server.service.d /etc/systemd/system/nfs-ganesha.service.d /etc/nfs.conf.d /var/lib/heatsible; do
     [ -d "$BASE$d" ] || printf 'rmdir %q 2>/dev/null || true\n' "$d"
   done

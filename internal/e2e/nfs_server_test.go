@@ -306,7 +306,7 @@ func TestFirstRunDropinsAndPorts(t *testing.T) {
 	b := needBed(t)
 	b.restoreStorage(t)
 	b.exec(t, "storage", "sh", "-c", `set -e
-rm -rf /etc/systemd/system/nfs-server.service.d /etc/systemd/system/nfs-ganesha.service.d /etc/nfs.conf.d/heatsible.conf /var/lib/heatsible/nfs_server.pending
+rm -rf /etc/systemd/system/nfs-server.service.d /etc/systemd/system/nfs-ganesha.service.d /etc/nfs.conf.d/zz-heatsible.conf /var/lib/heatsible/nfs_server.pending
 systemctl disable -q --now nfs-ganesha nfs-ganesha-lock
 systemctl daemon-reload`)
 	if out := b.exec(t, "storage", "rpcinfo", "-p"); strings.Contains(out, "status") {
@@ -410,5 +410,73 @@ DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends lib
 	}
 	if changed, _ := storageRecap(t, out); changed != 0 {
 		t.Errorf("re-run changed %d on the storage server, want 0", changed)
+	}
+}
+
+// TestNFSConvertLocalConf: Ubuntu's nfsconvert writes
+// /etc/nfs.conf.d/local.conf from customised /etc/default/nfs-* files;
+// nfs-utils reads the files of /etc/nfs.conf.d in version order, the last
+// value winning. heatsible's file (zz-heatsible.conf) sorts after it, so
+// the pinned ports hold (before the fix heatsible.conf sorted first and
+// local.conf's statd port won); an old heatsible.conf is migrated, never
+// left beside the new file; the re-run changes nothing. A file sorting
+// after heatsible's that pins statd otherwise is refused before anything
+// changes.
+func TestNFSConvertLocalConf(t *testing.T) {
+	b := needBed(t)
+	b.restoreStorage(t)
+	t.Cleanup(func() { b.try("storage", "rm", "-f", "/etc/nfs.conf.d/local.conf", "/etc/nfs.conf.d/zzz-site.conf") })
+	// An earlier heatsible's file, and local.conf as nfsconvert writes it.
+	b.exec(t, "storage", "sh", "-c", `set -e
+if [ -f /etc/nfs.conf.d/zz-heatsible.conf ]; then mv /etc/nfs.conf.d/zz-heatsible.conf /etc/nfs.conf.d/heatsible.conf; fi
+printf '[mountd]\nmanage-gids = y\nport = 40001\n[statd]\nport = 40002\noutgoing-port = 40003\n' > /etc/nfs.conf.d/local.conf`)
+	args := b.storageArgs(t, nil)
+	code, out, errs, took := b.heatsible(t, args...)
+	t.Logf("with local.conf: exit %d in %s", code, took.Round(time.Millisecond))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, tail(errs, 30))
+	}
+	if changed, _ := storageRecap(t, out); changed == 0 {
+		t.Errorf("the run changed nothing: the test proves nothing")
+	}
+	ls := b.exec(t, "storage", "ls", "/etc/nfs.conf.d")
+	t.Logf("/etc/nfs.conf.d: %s", strings.Fields(ls))
+	if strings.Contains(" "+strings.Join(strings.Fields(ls), " ")+" ", " heatsible.conf ") || !strings.Contains(ls, "zz-heatsible.conf") {
+		t.Errorf("/etc/nfs.conf.d has %q, want zz-heatsible.conf and no heatsible.conf", ls)
+	}
+	for _, kv := range [][3]string{{"statd", "port", "32765"}, {"statd", "outgoing-port", "32766"}, {"mountd", "port", "20048"}} {
+		if got := strings.TrimSpace(b.exec(t, "storage", "nfsconf", "--get", kv[0], kv[1])); got != kv[2] {
+			t.Errorf("nfsconf --get %s %s = %s, want %s", kv[0], kv[1], got, kv[2])
+		}
+	}
+	if rpc := b.exec(t, "storage", "rpcinfo", "-p"); !strings.Contains(rpc, "tcp  32765  status") {
+		t.Errorf("statd is not on 32765:\n%s", rpc)
+	}
+	code, out, errs, _ = b.heatsible(t, args...)
+	if code != 0 {
+		t.Fatalf("re-run: exit %d\n%s", code, tail(errs, 30))
+	}
+	if changed, _ := storageRecap(t, out); changed != 0 {
+		t.Errorf("re-run changed %d on the storage server, want 0", changed)
+	}
+
+	// A site file read after heatsible's: refused, nothing changed.
+	b.exec(t, "storage", "sh", "-c", `printf '[statd]\nport = 40002\n' > /etc/nfs.conf.d/zzz-site.conf`)
+	before := b.exec(t, "storage", "sh", "-c", "sha1sum /etc/nfs.conf.d/*; pgrep -x rpc.statd")
+	code, out, errs, _ = b.heatsible(t, args...)
+	msg := lineWith(errs, "zzz-site.conf sets")
+	t.Logf("with zzz-site.conf: exit %d: %s", code, strings.TrimSpace(msg))
+	if code != 4 {
+		t.Fatalf("exit %d, want 4\n%s", code, tail(errs, 30))
+	}
+	want := "/etc/nfs.conf.d/zzz-site.conf sets [statd] port = 40002 (heatsible pins 32765), which nfs-utils reads after /etc/nfs.conf.d/zz-heatsible.conf"
+	if !strings.Contains(errs, want) || !strings.Contains(errs, "rename the file so that it sorts before zz-heatsible.conf, then re-run.") {
+		t.Errorf("the refusal does not say %q:\n%s", want, tail(errs, 20))
+	}
+	if changed, _ := storageRecap(t, out); changed != 0 {
+		t.Errorf("the refused run changed %d on the storage server", changed)
+	}
+	if after := b.exec(t, "storage", "sh", "-c", "sha1sum /etc/nfs.conf.d/*; pgrep -x rpc.statd"); after != before {
+		t.Errorf("the refused run changed nfs.conf.d or restarted statd:\n%s\nthen:\n%s", before, after)
 	}
 }

@@ -82,6 +82,17 @@ printf '},\n "sha1sum": %s,\n "stat": %s,\n "dirs": %s' \
   "$(j "$( [ -z "$files" ] || sha1sum $files)")" "$(j "$( [ -z "$files" ] || stat -c '%U %G %a %n' $files)")" "$(j "$dirs")"
 printf ',\n "defaults": '
 j "$(grep -hE '^(RPCMOUNTDOPTS|STATDOPTS)=' /etc/default/nfs-kernel-server /etc/default/nfs-common 2>/dev/null)"
+# The files nfs-utils reads from /etc/nfs.conf.d (name and content), for
+# nfs_server_nfs_conf_overrides: a file that sorts after heatsible's may
+# set a pinned port again.
+printf ',\n "nfs_conf_d": {'
+sep=""
+for f in /etc/nfs.conf.d/*.conf; do
+  [ -f "$f" ] || continue
+  printf '%s%s: %s' "$sep" "$(j "${f##*/}")" "$(j "$(cat "$f")")"
+  sep=", "
+done
+printf '}'
 printf ',\n "pkgs": {'
 [ "${1-}" != --pkgs ] || shift
 sep=""

@@ -108,7 +108,7 @@ def nfs_server_unit_dropin(mount_points):
 
 
 def nfs_server_nfs_conf(ports):
-    """/etc/nfs.conf.d/heatsible.conf: NFSv3's side services on fixed ports."""
+    """/etc/nfs.conf.d/zz-heatsible.conf: NFSv3's side services on fixed ports."""
     return '\n'.join([
         '# Managed by heatsible (role nfs_server): NFSv3\'s side services on fixed',
         '# ports, so that security groups can let them through (README.md).',
@@ -204,8 +204,9 @@ def nfs_server_state(stdout, settings):
         'pending': st.get('pending') is not None,
         'no_nfsd': no_nfsd,
         'serve': serve,
+        'obsolete': [f for f in settings.get('obsolete', []) if f in files],
     }
-    out['todo'] = bool(missing or stale or defaults_stale or other_busy or out['pending']
+    out['todo'] = bool(missing or stale or defaults_stale or other_busy or out['pending'] or out['obsolete']
                        or (serve and not ready))
     return out
 
@@ -234,8 +235,114 @@ def nfs_server_legacy_nfs_conf(os_info):
     if os_info.get('id') == 'ubuntu':
         return vid.split('.')[0].isdigit() and int(vid.split('.')[0]) < 22
     if os_info.get('id') == 'debian':
-        return vid.isdigit() and int(vid) < 11
+        # bullseye (11) has nfs-utils 1.3.4 too; bookworm (12) has 2.6.2
+        return vid.isdigit() and int(vid) < 12
     return False
+
+
+def _strverscmp(a, b):
+    """glibc's strverscmp (what scandir's versionsort compares with), for
+    the names of /etc/nfs.conf.d: runs of digits compare as numbers (with
+    glibc's rule for leading zeros), the rest byte by byte."""
+    def parts(s):
+        return re.findall(r'\d+|\D+', s)
+    pa, pb = parts(a), parts(b)
+    for x, y in zip(pa, pb):
+        if x == y:
+            continue
+        if x.isdigit() and y.isdigit():
+            if x.startswith('0') or y.startswith('0'):
+                # fractional parts: compared as strings, a shorter prefix first
+                return -1 if x < y else 1
+            return -1 if (len(x), x) < (len(y), y) else 1
+        return -1 if x.encode() < y.encode() else 1
+    return (len(pa) > len(pb)) - (len(pa) < len(pb))
+
+
+def _nfs_conf_settings(text):
+    """[(section, tag, value)] of one nfs.conf file, parsed as nfs-utils'
+    conffile.c does: '#' or ';' comments, [section] (lower-cased; a
+    [section "arg"] is another section and is left out), tag = value with
+    quotes stripped, an escaped newline joins lines. include lines are not
+    followed."""
+    out, section = [], None
+    text = text.replace('\\\n', ' ')
+    for line in text.split('\n'):
+        line = line.strip()
+        if not line or line[0] in '#;':
+            continue
+        if line[0] == '[':
+            body = line[1:].split(']', 1)[0].strip()
+            section = None if '"' in body else body.lower()
+            continue
+        if '=' not in line or section is None:
+            continue
+        tag, val = line.split('=', 1)
+        tag, val = tag.strip().lower(), val.strip()
+        if val[:1] in ('"', "'"):
+            val = val[1:].split(val[0], 1)[0]
+        else:
+            val = re.split(r'[#;]', val, 1)[0].strip()
+        if tag and val:
+            out.append((section, tag, val))
+    return out
+
+
+def nfs_server_nfs_conf_overrides(conf_d, ours, pinned):
+    """The settings of /etc/nfs.conf.d that nfs-utils reads after heatsible's
+    file (ours: its name) and that set one of the pinned keys (pinned:
+    {"section tag": value}) to another value: [{file, section, tag, value,
+    want}], in the order nfs-utils reads them. nfs-utils (support/nfs/
+    conffile.c, conf_init_file) reads /etc/nfs.conf, then the *.conf files
+    of /etc/nfs.conf.d in versionsort order, and the last value of a key
+    wins: /etc/nfs.conf itself never overrides heatsible's file."""
+    import functools
+    names = sorted((n for n in (conf_d or {}) if n.endswith('.conf') and len(n) > 5 and not n.startswith('.')),
+                   key=functools.cmp_to_key(_strverscmp))
+    later = [n for n in names if _strverscmp(n, ours) > 0]
+    last = {}
+    for n in later:
+        for section, tag, val in _nfs_conf_settings(conf_d[n]):
+            key = '%s %s' % (section, tag)
+            if key in pinned:
+                last[key] = (n, val)
+    out = []
+    for key, want in pinned.items():
+        if key in last and last[key][1] != str(want):
+            section, tag = key.split(' ', 1)
+            out.append({'file': last[key][0], 'section': section, 'tag': tag, 'value': last[key][1],
+                        'want': str(want)})
+    return out
+
+
+def nfs_server_pinned_keys(ports, impl):
+    """{"section tag": value} of the ports heatsible pins through nfs.conf.d
+    that the running daemons read: with ganesha, rpc.statd's only (ganesha
+    serves MOUNT and NLM itself, on MNT_Port and NLM_Port)."""
+    if not ports:
+        return {}
+    out = {'statd port': ports['statd'], 'statd outgoing-port': ports['statd_outgoing']}
+    if impl == 'kernel':
+        out.update({'mountd port': ports['mountd'], 'lockd port': ports['lockd'], 'lockd udp-port': ports['lockd']})
+    return out
+
+
+def nfs_server_overrides_msg(overrides, host, ours):
+    """The refusal for nfs_server_nfs_conf_overrides' findings."""
+    if not overrides:
+        return ''
+    files = []
+    for o in overrides:
+        if o['file'] not in files:
+            files.append(o['file'])
+    sets = '; '.join('/etc/nfs.conf.d/%s sets [%s] %s = %s (heatsible pins %s)' % (
+        o['file'], o['section'], o['tag'], o['value'], o['want']) for o in overrides)
+    return ('%s: %s, which nfs-utils reads after /etc/nfs.conf.d/%s (the files of /etc/nfs.conf.d in version'
+            ' order; the last value wins), so the NFSv3 ports heatsible pins would not hold and clients behind'
+            ' the security group could not reach them. Nothing was changed by nfs_server. Remove those settings'
+            ' from %s (Ubuntu\'s nfsconvert writes local.conf from customised /etc/default/nfs-* files), or'
+            ' rename the file so that it sorts before %s, then re-run.' % (
+                host, sets, ours, ', '.join('/etc/nfs.conf.d/' + f for f in files), ours))
 
 
 # ---------------------------------------------------------------- verification
@@ -436,4 +543,7 @@ class FilterModule(object):
             'nfs_server_legacy_nfs_conf': nfs_server_legacy_nfs_conf,
             'nfs_server_verify': nfs_server_verify,
             'nfs_server_verify_names': nfs_server_verify_names,
+            'nfs_server_nfs_conf_overrides': nfs_server_nfs_conf_overrides,
+            'nfs_server_pinned_keys': nfs_server_pinned_keys,
+            'nfs_server_overrides_msg': nfs_server_overrides_msg,
         }

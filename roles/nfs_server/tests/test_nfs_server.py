@@ -353,9 +353,9 @@ class State(unittest.TestCase):
 
     def test_stale_file_and_mode(self):
         p = ns.nfs_server_state(self.state(), self.s(files={'/etc/ganesha/ganesha.conf': 'bbb', '/etc/x.conf': 'c',
-                                                           '/etc/nfs.conf.d/heatsible.conf': 'd'}))
-        self.assertEqual(p['stale'], ['/etc/ganesha/ganesha.conf', '/etc/nfs.conf.d/heatsible.conf', '/etc/x.conf'])
-        self.assertEqual(p['nodir'], ['/etc/nfs.conf.d/heatsible.conf', '/etc/x.conf'])
+                                                           '/etc/nfs.conf.d/zz-heatsible.conf': 'd'}))
+        self.assertEqual(p['stale'], ['/etc/ganesha/ganesha.conf', '/etc/nfs.conf.d/zz-heatsible.conf', '/etc/x.conf'])
+        self.assertEqual(p['nodir'], ['/etc/nfs.conf.d/zz-heatsible.conf', '/etc/x.conf'])
         p = ns.nfs_server_state(self.state(stat='root root 600 /etc/ganesha/ganesha.conf'), self.s())
         self.assertEqual(p['stale'], ['/etc/ganesha/ganesha.conf'])
 
@@ -375,6 +375,20 @@ class State(unittest.TestCase):
         self.assertFalse(ns.nfs_server_legacy_nfs_conf({'id': 'ubuntu', 'version_id': '22.04'}))
         self.assertFalse(ns.nfs_server_legacy_nfs_conf({'id': 'ubuntu', 'version_id': '24.04'}))
         self.assertFalse(ns.nfs_server_legacy_nfs_conf({'id': 'debian', 'version_id': '12'}))
+        # bullseye's nfs-utils is 1.3.4 too (no nfs.conf)
+        self.assertTrue(ns.nfs_server_legacy_nfs_conf({'id': 'debian', 'version_id': '11'}))
+
+    def test_obsolete_ports_file(self):
+        old = '/etc/nfs.conf.d/heatsible.conf'
+        st = self.state(sha1sum='aaa  /etc/ganesha/ganesha.conf\nbbb  ' + old,
+                        stat='root root 644 /etc/ganesha/ganesha.conf\nroot root 644 ' + old)
+        p = ns.nfs_server_state(st, self.s(obsolete=[old]))
+        self.assertEqual(p['obsolete'], [old])
+        self.assertTrue(p['todo'], 'the old heatsible.conf must be removed')
+        p = ns.nfs_server_state(self.state(), self.s(obsolete=[old]))
+        self.assertEqual(p['obsolete'], [])
+        self.assertFalse(p['todo'], 'converged: no old file, nothing to do')
+
 
     def test_defaults_lines(self):
         want = 'RPCMOUNTDOPTS="--manage-gids --port 20048"'
@@ -382,6 +396,45 @@ class State(unittest.TestCase):
         self.assertTrue(p['defaults_stale'])
         p = ns.nfs_server_state(self.state(defaults=want + '\nSTATDOPTS='), self.s(defaults_want=want))
         self.assertFalse(p['defaults_stale'])
+
+
+class TestNFSConfOrder(unittest.TestCase):
+    PORTS = {'mountd': 20048, 'statd': 32765, 'statd_outgoing': 32766, 'lockd': 32768}
+
+    def test_versionsort(self):
+        names = ['zzz-site.conf', 'zz-heatsible.conf', 'local.conf', 'heatsible.conf', 'a10.conf', 'a9.conf', 'Z.conf']
+        import functools
+        got = sorted(names, key=functools.cmp_to_key(ns._strverscmp))
+        self.assertEqual(got, ['Z.conf', 'a9.conf', 'a10.conf', 'heatsible.conf', 'local.conf', 'zz-heatsible.conf',
+                               'zzz-site.conf'])
+
+    def test_local_conf_loses(self):
+        # what nfsconvert writes from RPCMOUNTDOPTS/STATDOPTS: sorts before zz-heatsible.conf
+        conf = {'local.conf': '[mountd]\nport = 40001\n[statd]\nport = 40002\n',
+                'zz-heatsible.conf': ns.nfs_server_nfs_conf(self.PORTS)}
+        keys = ns.nfs_server_pinned_keys(self.PORTS, 'kernel')
+        self.assertEqual(ns.nfs_server_nfs_conf_overrides(conf, 'zz-heatsible.conf', keys), [])
+
+    def test_later_file_overrides(self):
+        conf = {'zz-heatsible.conf': ns.nfs_server_nfs_conf(self.PORTS),
+                'zzz-site.conf': '# site\n[Statd]\n Port = "40002"  # quoted\noutgoing-port = 32766\n'
+                                 '[mountd "x"]\nport = 1\n[lockd]\nport = 32768 ; same\n'}
+        keys = ns.nfs_server_pinned_keys(self.PORTS, 'kernel')
+        o = ns.nfs_server_nfs_conf_overrides(conf, 'zz-heatsible.conf', keys)
+        self.assertEqual(o, [{'file': 'zzz-site.conf', 'section': 'statd', 'tag': 'port', 'value': '40002',
+                              'want': '32765'}])
+        msg = ns.nfs_server_overrides_msg(o, 'storage-server', 'zz-heatsible.conf')
+        self.assertTrue(msg.startswith('storage-server: /etc/nfs.conf.d/zzz-site.conf sets [statd] port = 40002'
+                                       ' (heatsible pins 32765), which nfs-utils reads after'
+                                       ' /etc/nfs.conf.d/zz-heatsible.conf'), msg)
+        self.assertIn('or rename the file so that it sorts before zz-heatsible.conf, then re-run.', msg)
+
+    def test_ganesha_ignores_mountd(self):
+        conf = {'zzz-site.conf': '[mountd]\nport = 40001\n'}
+        keys = ns.nfs_server_pinned_keys(self.PORTS, 'ganesha')
+        self.assertEqual(ns.nfs_server_nfs_conf_overrides(conf, 'zz-heatsible.conf', keys), [])
+        keys = ns.nfs_server_pinned_keys(self.PORTS, 'kernel')
+        self.assertEqual(len(ns.nfs_server_nfs_conf_overrides(conf, 'zz-heatsible.conf', keys)), 1)
 
 
 if __name__ == '__main__':
