@@ -39,6 +39,9 @@ type Data struct {
 	Storage bool
 	// PVs is true when the request has pv_registration_params.
 	PVs bool
+	// NFSClient is true when the nodes get the NFS client: the request has
+	// storage_server or pv_registration_params (params.Request.NFSClient).
+	NFSClient bool
 	// PVState is present (register) or absent (unregister).
 	PVState string
 	// Target is what a heal acts on: "storage-server" (or "cluster", which

@@ -16,11 +16,11 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 
 func TestRenderGolden(t *testing.T) {
 	cases := map[string]Data{
-		"instantiate_end":            {Cluster: "k8s-a", Operation: "instantiate-end", FirstMaster: "master-0", Storage: true, PVs: true, PVState: "present", Version: "test", VIM: true, VIMHost: "10.10.0.10"},
+		"instantiate_end":            {NFSClient: true, Cluster: "k8s-a", Operation: "instantiate-end", FirstMaster: "master-0", Storage: true, PVs: true, PVState: "present", Version: "test", VIM: true, VIMHost: "10.10.0.10"},
 		"instantiate_end_no_storage": {Cluster: "k8s-a", Operation: "instantiate-end", FirstMaster: "master-0", Version: "test"},
 		"heal_start_storage":         {Cluster: "k8s-a", Operation: "heal-start", Target: "storage-server", FirstMaster: "master-0", Storage: true, PVs: true, Version: "test"},
 		"heal_end_storage":           {Cluster: "k8s-a", Operation: "heal-end", Target: "storage-server", FirstMaster: "master-0", Storage: true, PVs: true, Version: "test"},
-		"instantiate_end_lb": {Cluster: "k8s-a", Operation: "instantiate-end", FirstMaster: "master-0", Storage: true, PVs: true, PVState: "present", Version: "test",
+		"instantiate_end_lb": {NFSClient: true, Cluster: "k8s-a", Operation: "instantiate-end", FirstMaster: "master-0", Storage: true, PVs: true, PVState: "present", Version: "test",
 			Kubespray: true, LB: true, LBInstall: true, LBRoutes: []Route{{Name: "worker-0", Address: "10.0.0.20"}, {Name: "worker-1", Address: "fd00::21"}}, VIM: true, VIMHost: "192.0.2.50", VIMPort: 8383},
 		"scale_start_kubespray_lb": {Cluster: "k8s-a", Operation: "scale-start", FirstMaster: "master-0", Version: "test",
 			Nodes: []string{"worker-1", "worker-2"}, Kubespray: true, LB: true, LBRoutes: []Route{{Name: "worker-1", Address: "10.0.0.21"}, {Name: "worker-2", Address: "10.0.0.22"}}},
@@ -28,17 +28,17 @@ func TestRenderGolden(t *testing.T) {
 			Addresses: map[string]string{"worker-1": "10.0.0.21"}},
 		"heal_start_node_kubeadm": {Cluster: "k8s-a", Operation: "heal-start", Target: "node", FirstMaster: "master-0", Version: "test", Nodes: []string{"worker-1"},
 			Addresses: map[string]string{"worker-1": "10.0.0.21"}, JoinCheck: true, Peers: []string{"worker-0", "worker-2"}},
-		"scale_end_kubeadm": {Cluster: "k8s-a", Operation: "scale-end", FirstMaster: "master-0", Version: "test", Nodes: []string{"worker-2", "worker-3"},
+		"scale_end_kubeadm": {NFSClient: true, Cluster: "k8s-a", Operation: "scale-end", FirstMaster: "master-0", Version: "test", Nodes: []string{"worker-2", "worker-3"},
 			Addresses: map[string]string{"worker-2": "10.0.0.22", "worker-3": "fd00::23"}, KubeadmJoin: true},
-		"scale_end_lb": {Cluster: "k8s-a", Operation: "scale-end", FirstMaster: "master-0", Version: "test",
+		"scale_end_lb": {NFSClient: true, Cluster: "k8s-a", Operation: "scale-end", FirstMaster: "master-0", Version: "test",
 			Nodes: []string{"worker-2"}, Kubespray: true, LB: true, LBRoutes: []Route{{Name: "worker-2", Address: "10.0.0.22"}}},
-		"heal_end_master": {Cluster: "k8s-a", Operation: "heal-end", Target: "node", FirstMaster: "master-0", Version: "test", Nodes: []string{"master-1"}, Kubespray: true, LB: true},
-		"instantiate_end_lb_tacker": {Cluster: "k8s-a", Operation: "instantiate-end", FirstMaster: "master-0", Version: "test", LB: true, LBInterface: "tacker", LBInstall: true,
+		"heal_end_master": {NFSClient: true, Cluster: "k8s-a", Operation: "heal-end", Target: "node", FirstMaster: "master-0", Version: "test", Nodes: []string{"master-1"}, Kubespray: true, LB: true},
+		"instantiate_end_lb_tacker": {NFSClient: true, Cluster: "k8s-a", Operation: "instantiate-end", FirstMaster: "master-0", Version: "test", LB: true, LBInterface: "tacker", LBInstall: true,
 			LBRoutes:  []Route{{Name: "worker-0", Address: "10.0.0.20", Server: "worker20"}, {Name: "worker-1", Address: "10.0.0.21", Server: "worker21"}},
 			LBMasters: []string{"10.0.0.10"}, LBWorkers: []string{"10.0.0.20", "10.0.0.21"}},
 		"scale_start_lb_tacker": {Cluster: "k8s-a", Operation: "scale-start", FirstMaster: "master-0", Version: "test", Nodes: []string{"worker-1"}, Kubespray: true, LB: true, LBInterface: "tacker",
 			LBRoutes: []Route{{Name: "worker-1", Address: "10.0.0.21", Server: "worker21"}}},
-		"scale_end_lb_tacker": {Cluster: "k8s-a", Operation: "scale-end", FirstMaster: "master-0", Version: "test", Nodes: []string{"worker-2"}, Kubespray: true, LB: true, LBInterface: "tacker",
+		"scale_end_lb_tacker": {NFSClient: true, Cluster: "k8s-a", Operation: "scale-end", FirstMaster: "master-0", Version: "test", Nodes: []string{"worker-2"}, Kubespray: true, LB: true, LBInterface: "tacker",
 			LBRoutes: []Route{{Name: "worker-2", Address: "10.0.0.22", Server: "worker22"}}},
 	}
 	tmpl := map[string]string{"scale_start_kubespray_lb": "node_remove", "heal_start_node": "node_remove", "scale_end_lb": "node_add", "heal_end_master": "node_add",
@@ -146,7 +146,7 @@ func TestRenderLiteral(t *testing.T) {
 	d := Data{
 		Cluster:   "c\n- hosts: all\n  tasks: [{ansible.builtin.command: touch /tmp/PWNED}]\n# \u2028x",
 		Operation: "op", Target: "storage-server", Version: "v\r\n- hosts: all",
-		FirstMaster: jinja, Storage: true, PVs: true, PVState: "present",
+		FirstMaster: jinja, Storage: true, PVs: true, NFSClient: true, PVState: "present",
 		Nodes: []string{"n{{ 6*7 }}", `n"], x: [`},
 		LB:    true, LBInstall: true, LBRoutes: []Route{{Name: "r{% raw %}", Address: "{{ lookup('pipe', 'id') }}"}},
 	}

@@ -27,10 +27,15 @@ func TestPlanGolden(t *testing.T) {
 		{"plan_heal_start_storage.txt", []string{"--storage-server"}},
 		{"plan_limit_nothing.txt", []string{"--limit", "no-such-node"}},
 		{"plan_heal_end_storage.txt", []string{"--storage-server"}},
+		// no storage_server: no nfs_client, no pv_register, a note (issue 28)
+		{"plan_no_storage.txt", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {
 			args := append(append([]string{}, base...), tt.args...)
+			if strings.HasPrefix(tt.golden, "plan_no_storage") {
+				args[3] = filepath.Join(td, "requests", "valid_no_storage_server.json")
+			}
 			if op := strings.TrimSuffix(strings.TrimPrefix(tt.golden, "plan_"), "_storage.txt"); strings.HasPrefix(op, "heal") {
 				args[1] = strings.ReplaceAll(op, "_", "-")
 			}
@@ -162,6 +167,29 @@ func TestPlanAnsibleSettings(t *testing.T) {
 	code, _, errs = heatsible(t, append(args, "--kubespray-ansible-playbook", "venv/bin/ansible-playbook")...)
 	if code != 2 || !strings.Contains(errs, `--kubespray-ansible-playbook: "venv/bin/ansible-playbook" is a relative path`) {
 		t.Errorf("exit %d, want 2 naming the flag: %s", code, errs)
+	}
+}
+
+// TestNoStorageServerNote: a request without storage_server (and so
+// without PVs) is valid, and validate and plan say that no storage role runs:
+// no NFS client is installed, as Tacker's driver does (issue 28).
+func TestNoStorageServerNote(t *testing.T) {
+	req := filepath.Join(td, "requests", "valid_no_storage_server.json")
+	pkg := filepath.Join(td, "package")
+	topo := filepath.Join(td, "topology", "k8s-a.yaml")
+	const note = "additionalParams.k8s_cluster_installation_param: there is no storage_server and no pv_registration_params, so heatsible runs none of its storage roles"
+	code, out, errs := heatsible(t, "validate", "--request", req, "--package", pkg)
+	if code != 0 || !strings.Contains(errs, "heatsible: note: "+note) {
+		t.Errorf("validate: exit %d, want 0 and the note\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	code, out, errs = heatsible(t, "plan", "instantiate-end", "--request", req, "--package", pkg, "--topology", topo)
+	if code != 0 || !strings.Contains(out, "\nnote: "+note) || strings.Contains(out, "roles:  nfs_client") || strings.Contains(out, "roles:  pv_register") {
+		t.Errorf("plan: exit %d, want 0, the note, no nfs_client and no pv_register\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	// With storage_server there is no such note.
+	code, out, errs = heatsible(t, "validate", "--request", filepath.Join(td, "requests", "valid.json"), "--package", pkg)
+	if code != 0 || strings.Contains(out+errs, "no storage_server") {
+		t.Errorf("exit %d; the request with storage_server got the note:\n%s%s", code, out, errs)
 	}
 }
 

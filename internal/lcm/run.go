@@ -24,6 +24,7 @@ import (
 	"github.com/heatsible/heatsible/internal/topology"
 	"github.com/heatsible/heatsible/playbooks"
 	"github.com/heatsible/heatsible/roles"
+	"gopkg.in/yaml.v3"
 )
 
 // RunOptions is one "heatsible run" invocation.
@@ -493,6 +494,7 @@ func RenderOp(req *params.Request, t *topology.Topology, pkgDir string, op Op, v
 		FirstMaster:    masters[0].Name,
 		Storage:        req.Cluster.StorageServer != nil,
 		PVs:            len(req.Cluster.PVRegistrationParams) > 0,
+		NFSClient:      req.NFSClient(),
 		PVState:        "present",
 		Version:        version,
 		Kubespray:      kubespray(req),
@@ -536,8 +538,23 @@ func RenderOp(req *params.Request, t *topology.Topology, pkgDir string, op Op, v
 	if err != nil {
 		return nil, err
 	}
+	if !hasPlays(pb) {
+		// e.g. scale-end with kubespray and without storage_server or an
+		// external load balancer: kubespray's phases only
+		// (ansible-playbook refuses an empty playbook).
+		f.Phases = slices.DeleteFunc(f.Phases, func(p Phase) bool { return p.Kind == PhasePlaybook })
+		return f, nil
+	}
 	f.Playbook = pb
 	return f, nil
+}
+
+// hasPlays reports whether a rendered playbook has at least one play.
+func hasPlays(pb []byte) bool {
+	var plays []any
+	// Not YAML (never, rendered from heatsible's templates): left for
+	// ansible-playbook to say.
+	return yaml.Unmarshal(pb, &plays) != nil || len(plays) > 0
 }
 
 // bundleFiles are the files a run bundle carries besides its inventory,
