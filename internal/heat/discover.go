@@ -255,30 +255,13 @@ func Discover(ctx context.Context, client *gophercloud.ServiceClient, stack stri
 			t.CPs[c.StorageSSHCP] = n.node.SSHAddress
 		}
 	}
+	t.Nodes = nameNodes(found)
 	for _, name := range c.ExtraCPs {
 		r := ix.find(st.ID, name)
 		if r == nil {
-			// Tacker's own samples set cluster_cp_name to the master's CP
-			// (masterNode_CP1), which lives in the member stack of a group
-			// of one: accept a CP found in exactly one nested stack.
-			var in []*resource
-			for sid, rows := range ix.byStack {
-				if sid == st.ID {
-					continue
-				}
-				for _, row := range rows {
-					if row.Name == name {
-						in = append(in, row)
-					}
-				}
-			}
-			switch len(in) {
-			case 0:
-				return nil, fmt.Errorf("stack %s: CP %q (named in the request) is not a resource of the stack", stackRef, name)
-			case 1:
-				r = in[0]
-			default:
-				return nil, fmt.Errorf("stack %s: CP %q (named in the request) is in %d group members, so it has no single address; name a CP of the top stack (a VIP port) instead", stackRef, name, len(in))
+			var err error
+			if r, err = memberCP(ix, st.ID, t, name); err != nil {
+				return nil, fmt.Errorf("stack %s: %w", stackRef, err)
 			}
 		}
 		addr, err := cpAddress(r)
@@ -290,7 +273,6 @@ func Discover(ctx context.Context, client *gophercloud.ServiceClient, stack stri
 	if len(t.CPs) == 0 {
 		t.CPs = nil
 	}
-	t.Nodes = nameNodes(found)
 
 	for _, name := range c.Volumes {
 		v, err := volume(ctx, client, ix, st, name, storage)
@@ -303,6 +285,65 @@ func Discover(ctx context.Context, client *gophercloud.ServiceClient, stack stri
 		return nil, fmt.Errorf("stack %s: discovered topology is invalid: %w", stackRef, err)
 	}
 	return t, nil
+}
+
+// memberCP finds a CP the request names that is not in the top stack
+// inside the group members' stacks. Tacker's own samples set
+// cluster_cp_name to the master's CP (masterNode_CP1), which is in every
+// master member's stack:
+//
+//   - a CP found in exactly one member stack is that member's (Tacker's
+//     kubernetes_mgmt.py, _get_cluster_ip, reads it from the member's stack
+//     when the master group has one member);
+//   - a CP found in several member stacks, each a master's, is the first
+//     master's (the first of t's masters, the one heatsible runs the
+//     control plane's one-off steps on). Tacker's kubeadm driver, with
+//     more than one master, reads cluster_cp_name from the top stack only
+//     (a VIP port, vip_CP in its guide), and its kubespray driver does not
+//     read it at all; the seeds' bodies still name masterNode_CP1 with a
+//     master group of up to 3. lcm warns that such an endpoint is one
+//     master, not a VIP (see lcm.vimEndpoint);
+//   - anywhere else (several workers, or masters and workers) it has no
+//     single address.
+func memberCP(ix *index, topID string, t *topology.Topology, name string) (*resource, error) {
+	var in []*resource
+	for sid, rows := range ix.byStack {
+		if sid == topID {
+			continue
+		}
+		for _, row := range rows {
+			if row.Name == name {
+				in = append(in, row)
+			}
+		}
+	}
+	switch len(in) {
+	case 0:
+		return nil, fmt.Errorf("CP %q (named in the request) is not a resource of the stack", name)
+	case 1:
+		return in[0], nil
+	}
+	byStack := map[string]*resource{}
+	for _, r := range in {
+		byStack[r.stackID] = r
+	}
+	masters := t.ByRole(topology.RoleMaster)
+	for _, m := range masters {
+		if m.MemberStackID == "" || byStack[m.MemberStackID] == nil {
+			continue
+		}
+		inMasters := 0
+		for _, n := range masters {
+			if byStack[n.MemberStackID] != nil {
+				inMasters++
+			}
+		}
+		if inMasters == len(in) {
+			return byStack[m.MemberStackID], nil
+		}
+		break
+	}
+	return nil, fmt.Errorf("CP %q (named in the request) is in %d group members, not all of them masters, so it has no single address; name a CP of the top stack (a VIP port) instead", name, len(in))
 }
 
 func getStack(ctx context.Context, client *gophercloud.ServiceClient, stack string) (*stacks.RetrievedStack, error) {

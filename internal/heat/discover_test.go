@@ -481,3 +481,72 @@ func TestDiscoverVolumeAttachment(t *testing.T) {
 		})
 	}
 }
+
+// threeMasters is the recorded stack with the master group grown to three
+// members (10.231.0.12, .14, .5 in member order, so the first member is
+// not the first by address) and, with vip, a VIP port vip_CP of the top
+// stack (10.231.0.9), as in the complex flavour of Tacker's guide.
+func threeMasters(t *testing.T, vip bool) *fixture {
+	t.Helper()
+	f := recorded(t)
+	ips := []string{"", "10.231.0.14", "10.231.0.5"}
+	f.clone(t, "master_instance", 3, func(i int) (string, string) { return ips[i], "" })
+	if vip {
+		r := deepCopy(f.row(t, "storage_server_CP", "")).(map[string]any)
+		r["resource_name"], r["logical_resource_id"] = "vip_CP", "vip_CP"
+		r["physical_resource_id"] = "11111111-2222-4333-8444-555555555555"
+		a := attrs(r)
+		a["fixed_ips"].([]any)[0].(map[string]any)["ip_address"] = "10.231.0.9"
+		a["device_id"] = ""
+		f.rows = append(f.rows, r)
+	}
+	return f
+}
+
+// Several masters: the seeds' bodies name a master member's CP
+// (masterNode_CP1) as cluster_cp_name. It resolves to the first master (by
+// address, as t.ByRole orders them), not to the first member Heat lists; a
+// VIP port of the top stack is used as is.
+func TestDiscoverSeveralMasters(t *testing.T) {
+	c := tacker()
+	c.ExtraCPs = []string{c.MasterNICCP}
+	topo, _, err := discover(t, threeMasters(t, false), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := topo.ByRole(topology.RoleMaster)
+	if len(ms) != 3 {
+		t.Fatalf("%d masters, want 3: %+v", len(ms), ms)
+	}
+	if ms[0].Address != "10.231.0.5" || topo.CPs[c.MasterNICCP] != ms[0].Address {
+		t.Errorf("CPs[%s] = %q, want the first master's address %s (masters %+v)", c.MasterNICCP, topo.CPs[c.MasterNICCP], ms[0].Address, ms)
+	}
+
+	c.ExtraCPs = []string{"vip_CP"}
+	topo, _, err = discover(t, threeMasters(t, true), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if topo.CPs["vip_CP"] != "10.231.0.9" {
+		t.Errorf("CPs[vip_CP] = %q, want the VIP port's 10.231.0.9", topo.CPs["vip_CP"])
+	}
+
+	// A CP in masters' and workers' members has no single address.
+	f := threeMasters(t, false)
+	w := deepCopy(f.row(t, "masterNode_CP1", f.members("master_instance")[0]["resource_name"].(string))).(map[string]any)
+	wm := f.members("worker_instance")[0]
+	w["parent_resource"] = wm["resource_name"]
+	w["physical_resource_id"] = "66666666-2222-4333-8444-555555555555"
+	for _, l := range w["links"].([]any) {
+		l := l.(map[string]any)
+		if l["rel"] == "stack" {
+			href := l["href"].(string)
+			l["href"] = href[:strings.LastIndexByte(href, '/')+1] + wm["physical_resource_id"].(string)
+		}
+	}
+	f.rows = append(f.rows, w)
+	c.ExtraCPs = []string{c.MasterNICCP}
+	if _, _, err := discover(t, f, c); err == nil || !strings.Contains(err.Error(), "not all of them masters") {
+		t.Errorf("a CP in masters and a worker: got %v, want an error about group members not all masters", err)
+	}
+}

@@ -113,7 +113,16 @@ func deepCopy(v any) any {
 // own member name, member stack id, server id, port id and addresses.
 func (f *fixture) grow(t testing.TB, total int) {
 	t.Helper()
-	tmpl := f.members("worker_instance")[0]
+	f.clone(t, "worker_instance", total-2, func(i int) (ip, fip string) {
+		return fmt.Sprintf("10.231.%d.%d", 16+i/250, i%250+1), fmt.Sprintf("10.231.%d.%d", 100+i/250, i%250+1)
+	})
+}
+
+// clone adds members to group, cloned from its first recorded member, until
+// it has want; member i gets the addresses addr(i) (ip, floating ip).
+func (f *fixture) clone(t testing.TB, group string, want int, addr func(i int) (ip, fip string)) {
+	t.Helper()
+	tmpl := f.members(group)[0]
 	tmplID := tmpl["physical_resource_id"].(string)
 	var children []map[string]any
 	for _, r := range f.rows {
@@ -121,18 +130,17 @@ func (f *fixture) grow(t testing.TB, total int) {
 			children = append(children, r)
 		}
 	}
-	have := len(f.members("worker_instance"))
-	for i := have; i < total-2; i++ {
-		member := fmt.Sprintf("m%011d", i)
-		stackID := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
-		ip := fmt.Sprintf("10.231.%d.%d", 16+i/250, i%250+1)
-		fip := fmt.Sprintf("10.231.%d.%d", 100+i/250, i%250+1)
+	have := len(f.members(group))
+	for i := have; i < want; i++ {
+		member := fmt.Sprintf("%c%011d", group[0], i)
+		stackID := fmt.Sprintf("00000000-0000-4000-8%03x-%012d", group[0], i)
+		ip, fip := addr(i)
 		m := deepCopy(tmpl).(map[string]any)
 		m["resource_name"], m["logical_resource_id"], m["physical_resource_id"] = member, member, stackID
 		f.rows = append(f.rows, m)
 		ids := map[string]string{}
 		for _, c := range children {
-			ids[c["physical_resource_id"].(string)] = fmt.Sprintf("%08d-%04x-4000-8000-%012d", i, len(ids), i)
+			ids[c["physical_resource_id"].(string)] = fmt.Sprintf("%08d-%04x-4%03x-8000-%012d", i, len(ids), group[0], i)
 		}
 		for _, c := range children {
 			b, _ := json.Marshal(c)

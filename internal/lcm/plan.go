@@ -128,6 +128,9 @@ func MakePlan(ctx context.Context, o PlanOptions) (*Plan, error) {
 	p.Notes = o.Request.Notes()
 	if files.VIM != nil && vimLeftOut(files, o.Limit, o.Tags) == "" {
 		p.VIM = files.VIM
+		if w := files.VIM.Warning; w != "" {
+			p.Warnings = append(p.Warnings, w)
+		}
 	}
 	p.Steps = withPhases(p.Steps, files, skipKubespray(false, o.Tags, o.Limit))
 	p.Ansible = planAnsibles(o.Request, o.Ansible, ansibleWants(o.Request, o.Ansible, files, skipKubespray(false, o.Tags, o.Limit)))

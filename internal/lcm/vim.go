@@ -78,6 +78,9 @@ type VIMEndpoint struct {
 	PortFrom string `json:"port_from"`
 	// Note is what a reviewer should know about the choice, or "".
 	Note string `json:"note,omitempty"`
+	// Warning says the endpoint is one master of several rather than a
+	// VIP in front of them (oneMasterOfSeveral), or "".
+	Warning string `json:"warning,omitempty"`
 }
 
 // String is the server URL, with a placeholder for a port learned at run time.
@@ -144,6 +147,7 @@ func vimEndpoint(req *params.Request, t *topology.Topology, pkgDir string) (VIME
 		if e.Host == "" {
 			return e, fmt.Errorf("%s.master_node.cluster_cp_name: %q has no address in the topology, so Tacker's Kubernetes VIM has no endpoint", params.Prefix, m.ClusterCPName)
 		}
+		e.Warning = oneMasterOfSeveral(m.ClusterCPName, e.Host, t)
 	} else {
 		masters := t.ByRole(topology.RoleMaster)
 		if len(masters) == 0 {
@@ -153,6 +157,27 @@ func vimEndpoint(req *params.Request, t *topology.Topology, pkgDir string) (VIME
 	}
 	e.PortFrom = "the admin kubeconfig's server URL"
 	return e, checkVIMHost(e)
+}
+
+// oneMasterOfSeveral warns when cluster_cp_name's address is one master's
+// own while the cluster has several: the seeds' bodies name a master
+// member's CP (masterNode_CP1), which discovery resolves to the first
+// master (internal/heat, memberCP); a VIP port of the top stack (Tacker's
+// vip_CP) has an address of its own and gets no warning.
+func oneMasterOfSeveral(cp, addr string, t *topology.Topology) string {
+	masters := t.ByRole(topology.RoleMaster)
+	if len(masters) < 2 {
+		return ""
+	}
+	for _, n := range masters {
+		if n.Address == addr || n.SSHAddress == addr {
+			return fmt.Sprintf("master_node.cluster_cp_name %s is the address of the master %s, one of the cluster's %d masters, not a VIP: "+
+				"Tacker reaches the API server through that master only, and loses it while that master is down or healed; "+
+				"give the top stack a VIP port in front of every master (Tacker's guide: vip_CP) and name it in cluster_cp_name",
+				cp, n.Name, len(masters))
+		}
+	}
+	return ""
 }
 
 // checkVIMHost refuses a host that is neither an IP address nor a host
@@ -245,6 +270,9 @@ func buildVIM(e VIMEndpoint, raw []byte, req *params.Request, cluster, master st
 	}
 	if e.Note != "" {
 		out.Warnings = append(out.Warnings, e.Note)
+	}
+	if e.Warning != "" {
+		out.Warnings = append(out.Warnings, e.Warning)
 	}
 	out.Summary = fmt.Sprintf("Tacker's Kubernetes VIM prepared: server %s (host: %s; port: %s), CA: %s, ServiceAccount %s/%s (uid %s) with token Secret %s (uid %s)",
 		v.Server, e.HostFrom, portFrom, caWhy, VIMNamespace, VIMServiceAccount, info.ServiceAccountUID, VIMTokenSecret, info.SecretUID)

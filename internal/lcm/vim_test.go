@@ -112,6 +112,16 @@ func TestVIMEndpoint(t *testing.T) {
 	noCP.Cluster.MasterNode.ClusterCPName = ""
 	badCP := loadRequest(t, "valid")
 	badCP.Cluster.MasterNode.ClusterCPName = "nowhere_CP"
+	// three masters: masterNode_CP1 is the first master's address (as
+	// discovery resolves a member's CP), vip_CP a top-stack VIP port's
+	three := *topo
+	three.Nodes = append([]topology.Node{}, topo.Nodes...)
+	three.Nodes = append(three.Nodes,
+		topology.Node{Name: "masternode-b", Role: topology.RoleMaster, SSHAddress: "192.0.2.11", Address: "10.10.0.11"},
+		topology.Node{Name: "masternode-c", Role: topology.RoleMaster, SSHAddress: "192.0.2.12", Address: "10.10.0.12"})
+	three.CPs = map[string]string{"masterNode_CP1": "10.10.0.10", "vip_CP": "10.10.0.9", "storage_server_CP": "10.10.0.45"}
+	vip := loadRequest(t, "valid")
+	vip.Cluster.MasterNode.ClusterCPName = "vip_CP"
 	tacker := func(req *params.Request, pkgDir string) (int, string, bool) {
 		return 8383, "the frontend kubernetes-apiserver of Tacker's install_external_lb.sh", true
 	}
@@ -128,9 +138,19 @@ func TestVIMEndpoint(t *testing.T) {
 		{"no cluster_cp_name: the first master's address", noCP, topo, nil,
 			VIMEndpoint{Host: "10.10.0.10", HostFrom: "the first master's address (the request has no master_node.cluster_cp_name)", PortFrom: "the admin kubeconfig's server URL"}, ""},
 		{"cluster_cp_name without an address", badCP, topo, nil, VIMEndpoint{}, `master_node.cluster_cp_name: "nowhere_CP" has no address`},
+		{"three masters, cluster_cp_name a master's CP: that master, with a warning", valid, &three, nil,
+			VIMEndpoint{Host: "10.10.0.10", HostFrom: "master_node.cluster_cp_name masterNode_CP1", PortFrom: "the admin kubeconfig's server URL",
+				Warning: "master_node.cluster_cp_name masterNode_CP1 is the address of the master master-0, one of the cluster's 3 masters, not a VIP: " +
+					"Tacker reaches the API server through that master only, and loses it while that master is down or healed; " +
+					"give the top stack a VIP port in front of every master (Tacker's guide: vip_CP) and name it in cluster_cp_name"}, ""},
+		{"three masters, cluster_cp_name a VIP port: no warning", vip, &three, nil,
+			VIMEndpoint{Host: "10.10.0.9", HostFrom: "master_node.cluster_cp_name vip_CP", PortFrom: "the admin kubeconfig's server URL"}, ""},
 		{"external LB whose script fronts no API server", lbReq, lbTopo, nil,
 			VIMEndpoint{Host: "10.10.0.10", HostFrom: "master_node.cluster_cp_name masterNode_CP1", PortFrom: "the admin kubeconfig's server URL",
-				Note: "the external load balancer's script (external_lb_param.script_path) is not known to front the API server (heatsible's script interface routes to the workers only): Tacker reaches the API server directly"}, ""},
+				Note: "the external load balancer's script (external_lb_param.script_path) is not known to front the API server (heatsible's script interface routes to the workers only): Tacker reaches the API server directly",
+				Warning: "master_node.cluster_cp_name masterNode_CP1 is the address of the master master-0, one of the cluster's 3 masters, not a VIP: " +
+					"Tacker reaches the API server through that master only, and loses it while that master is down or healed; " +
+					"give the top stack a VIP port in front of every master (Tacker's guide: vip_CP) and name it in cluster_cp_name"}, ""},
 		{"Tacker-contract LB script: its address and 8383", lbReq, lbTopo, tacker,
 			VIMEndpoint{Host: "10.10.0.50", HostFrom: "the external load balancer (external_lb_param.ssh_cp_name externalLB_CP)", Port: 8383,
 				PortFrom: "the frontend kubernetes-apiserver of Tacker's install_external_lb.sh"}, ""},

@@ -85,7 +85,7 @@ def create_timeout(workers):
     return CREATE_TIMEOUT or max(600, 10 * workers)
 
 
-def templates(workers, volumes, lb_network=None):
+def templates(workers, volumes, lb_network=None, vip=False):
     cap = MAX_WORKERS
     top = {
         "heat_template_version": "2013-05-23",
@@ -135,6 +135,13 @@ def templates(workers, volumes, lb_network=None):
                 "properties": {"scaling_adjustment": adj,
                                "auto_scaling_group_id": {"get_resource": grp},
                                "adjustment_type": "change_in_capacity"}}
+    if vip:
+        # a VIP port in front of the masters, as in the complex flavour of
+        # Tacker's guide (vip_CP, on the masters' network; its masters carry
+        # it in allowed_address_pairs, which the stand-in does not model)
+        top["resources"]["vip_CP"] = {
+            "type": "OS::Neutron::Port",
+            "properties": {"network": {"get_param": ["nfv", "CP", "masterNode_CP1", "network"]}}}
     if lb_network:
         # an external load balancer VM in front of the masters, as in Tacker's
         # samples with external_lb_param: a server of the top stack and its port
@@ -163,10 +170,10 @@ def templates(workers, volumes, lb_network=None):
     return top, {"nested_master.yaml": master, "nested_worker.yaml": worker}, vols
 
 
-def params(networks, lb_network=None, workers=0):
+def params(networks, lb_network=None, workers=0, masters=1):
     m, w, s = networks
     p = json.loads(json.dumps(PARAMS))
-    p["nfv"]["VDU"]["masterNode"]["desired_capacity"] = 1
+    p["nfv"]["VDU"]["masterNode"]["desired_capacity"] = masters
     p["nfv"]["VDU"]["workerNode"]["desired_capacity"] = workers
     p["nfv"]["CP"]["masterNode_CP1"]["network"] = m
     p["nfv"]["CP"]["workerNode_CP2"]["network"] = w
@@ -229,6 +236,8 @@ def create(h, a):
         die("--networks wants MASTER,WORKER,STORAGE")
     if not 1 <= a.volumes <= 3:
         die("VOLUMES must be 1..3, got %d" % a.volumes)
+    if not 1 <= a.masters <= 3:
+        die("--masters must be 1..3 (the master group's max_size), got %d" % a.masters)
     if a.pools:
         try:
             with open(a.pools) as f:
@@ -243,10 +252,10 @@ def create(h, a):
         if not a.replace and existing["stack_status"] not in ("DELETE_COMPLETE", "DELETE_IN_PROGRESS"):
             die("stack %s exists (%s); use stack-delete or --replace" % (a.name, existing["stack_status"]))
         delete(h, a.name)
-    top, files, vols = templates(a.workers, a.volumes, a.lb)
+    top, files, vols = templates(a.workers, a.volumes, a.lb, a.vip)
     timeout = create_timeout(a.workers)
     body = {"stack_name": a.name, "template": top, "files": files,
-            "parameters": params(a.networks, a.lb, a.workers),
+            "parameters": params(a.networks, a.lb, a.workers, a.masters),
             "disable_rollback": True, "timeout_mins": max(1, timeout // 60)}
     t0 = time.time()
     end = t0 + timeout
@@ -279,7 +288,7 @@ def create(h, a):
     log("stack %s/%s CREATE_COMPLETE in %.1fs" % (a.name, sid, took))
 
     out = describe(h, a.name, sid, vols)
-    out.update({"status": st["stack_status"], "workers": a.workers, "create_seconds": round(took, 1),
+    out.update({"status": st["stack_status"], "workers": a.workers, "masters": a.masters, "create_seconds": round(took, 1),
                 "external_lb": bool(a.lb)})
     if not a.no_state:
         write_state(out)
@@ -485,6 +494,10 @@ def main():
                    type=lambda v: v.split(","), help="network names of the master, worker and storage CPs")
     c.add_argument("--lb", metavar="NETWORK", help="add the external load balancer server "
                    "externalLB and its port externalLB_CP on NETWORK")
+    c.add_argument("--masters", type=int, default=1, metavar="N",
+                   help="members of the master group (1..3; its addresses come from the master network's pool)")
+    c.add_argument("--vip", action="store_true", help="add a VIP port vip_CP to the top stack on "
+                   "the master network, as the complex flavour of Tacker's guide has")
     d = sub.add_parser("delete")
     d.add_argument("name")
     sc = sub.add_parser("scale")
