@@ -3,12 +3,14 @@
 does in its first minutes, for the bed's hosts (which have neither
 cloud-init nor a network to upgrade from).
 
-  first-boot.py CLOUD_INIT_SECONDS DPKG_LOCK_SECONDS HOLDER
+  first-boot.py CLOUD_INIT_SECONDS DPKG_LOCK_SECONDS HOLDER [HOOK]
 
 - cloud-init "runs" for CLOUD_INIT_SECONDS: /run/cloud-init/status.json
   without result.json, as cloud-init leaves them while it runs (the
   stand-in /usr/bin/cloud-init reads them, as the real one does); then
-  result.json;
+  HOOK, when given (an executable: what the user data's last module does,
+  e.g. bed first-boot --kubeadm's install of the kubeadm stand-in), then
+  result.json: cloud-init is done once HOOK has run;
 - this process, renamed HOLDER (apt-get, unattended-upgr: the name apt's
   "It is held by process N (NAME)" shows), holds an fcntl write lock on
   /var/lib/dpkg/lock-frontend for DPKG_LOCK_SECONDS, as apt-get does
@@ -24,6 +26,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 import time
 
@@ -50,6 +53,7 @@ def notify(msg):
 
 def main():
     ci_s, lock_s, holder = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+    hook = sys.argv[4] if len(sys.argv) > 4 else ""
     ctypes.CDLL(None).prctl(15, holder.encode()[:15], 0, 0, 0)  # PR_SET_NAME
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
@@ -71,6 +75,8 @@ def main():
     while not ci_done or fd is not None:
         now = time.time()
         if not ci_done and (stop or now - start >= ci_s):
+            if hook and not stop:
+                subprocess.run([hook], check=False)
             ds = "DataSourceNoCloud [seed=/var/lib/cloud/seed/nocloud]"
             write("result.json", {"v1": {"datasource": ds, "errors": []}})
             write("status.json", {"v1": {"datasource": ds, "stage": None,

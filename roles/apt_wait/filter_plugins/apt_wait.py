@@ -33,6 +33,10 @@ def _lock(lk, held_by="held by "):
     return "%s %s (%spid %s, %s)" % (name, lk.get("path"), held_by, lk.get("pid"), lk.get("holder") or "?")
 
 
+def _bound(knob, timeout):
+    return "The wait is bounded by %s (%s s): raise it for a longer one." % (knob, timeout)
+
+
 def _parse(result):
     if not isinstance(result, dict):
         return None, "no result"
@@ -45,17 +49,21 @@ def _parse(result):
         return None, "no report: %s" % (result.get("stdout", "").strip()[-500:] or "no output")
 
 
-def apt_wait_report(result, host, timeout, check_mode=False):
+def apt_wait_report(result, host, timeout, check_mode=False, after="apt can run", unchanged="Nothing was installed.",
+                    knob="apt_wait_timeout"):
     """{"busy", "failed", "msg"} for a probe's or a wait's registered result.
 
     A probe is busy when cloud-init runs or a lock is held (the wait then
-    runs); a wait failed when its time ran out. A probe or wait that did
-    not report fails with what it printed.
+    runs); a wait failed when its time ran out, and says which variable
+    (knob) bounds it. A probe or wait that did not report fails with what it
+    printed. after: what can happen once the wait is over; unchanged: what
+    did not happen when it fails (k8s_join, which waits before it looks for
+    kubeadm, says its own).
     """
     rep, err = _parse(result)
     if rep is None:
         return {"busy": False, "failed": True,
-                "msg": "%s: could not tell whether cloud-init or apt is busy (%s). Nothing was installed." % (host, err)}
+                "msg": "%s: could not tell whether cloud-init or apt is busy (%s). %s" % (host, err, unchanged)}
     ci = rep.get("cloud_init") or {}
     locks = rep.get("locks") or []
     if "waited" not in rep:  # the probe
@@ -73,20 +81,21 @@ def apt_wait_report(result, host, timeout, check_mode=False):
     if out == "cloud-init":
         return {"busy": True, "failed": True,
                 "msg": ("%s: cloud-init was still running after %s s (cloud-init status --wait did not return). "
-                        "Nothing was installed. See cloud-init status --long and /var/log/cloud-init-output.log "
-                        "on the host; re-run when it is done." % (host, waited))}
+                        "%s See cloud-init status --long and /var/log/cloud-init-output.log "
+                        "on the host; re-run when it is done. %s" % (host, waited, unchanged, _bound(knob, timeout)))}
     if out:
         return {"busy": True, "failed": True,
-                "msg": ("%s: %s still held after %s s. Nothing was installed. See what it does "
-                        "(ps -fp %s; unattended-upgrades can take a while), then re-run."
-                        % (host, "; ".join(_lock(lk) for lk in locks), waited,
-                           " ".join(str(lk.get("pid")) for lk in locks if (lk.get("pid") or 0) > 0) or "PID"))}
+                "msg": ("%s: %s still held after %s s. %s See what it does "
+                        "(ps -fp %s; unattended-upgrades can take a while), then re-run. %s"
+                        % (host, "; ".join(_lock(lk) for lk in locks), waited, unchanged,
+                           " ".join(str(lk.get("pid")) for lk in locks if (lk.get("pid") or 0) > 0) or "PID",
+                           _bound(knob, timeout)))}
     what = []
     if ci.get("waited"):
         what.append("cloud-init (%s s, status: %s)" % (ci["waited"], ci.get("status") or "?"))
     what.extend(_lock(lk, "") for lk in rep.get("waited_for") or [])
     return {"busy": True, "failed": False,
-            "msg": "%s: waited %s s for %s; apt can run" % (host, waited, " and ".join(what) or "nothing")}
+            "msg": "%s: waited %s s for %s; %s" % (host, waited, " and ".join(what) or "nothing", after)}
 
 
 # A user:password in a source's URL (apt masks it in most messages, not in all).
