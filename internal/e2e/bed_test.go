@@ -177,6 +177,13 @@ type runResult struct {
 	Changed      int     `json:"changed"`
 	ChangedHosts int     `json:"changed_hosts"`
 	Seconds      float64 `json:"seconds"`
+	// VIM is -o json's "vim" (Tacker's Kubernetes VIM), when the run
+	// prepared one.
+	VIM *struct {
+		Server      string `json:"server"`
+		CACert      string `json:"ca_cert"`
+		BearerToken string `json:"bearer_token"`
+	} `json:"vim"`
 }
 
 // command is the binary with the bed's OpenStack credentials in its

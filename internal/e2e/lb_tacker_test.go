@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -262,7 +265,12 @@ systemctl restart haproxy`)
 	}
 
 	// 1. instantiate-end: the script runs, once, and writes the backend.
-	b.lbRun(t, state, request, pkg, "instantiate-end")
+	// The VIM is registered where Tacker's kubespray driver registers it:
+	// the load balancer's frontend kubernetes-apiserver, 8383, without a CA
+	// (the API server's certificate does not name the LB), and the API
+	// server answers its token there, through haproxy.
+	r = b.lbRun(t, state, request, pkg, "instantiate-end")
+	checkVIMThroughLB(t, r, "https://"+b.env["BED_LB_IP"]+":8383")
 	if got := taskStatuses(t, state, "instantiate-end", "Run the script (bash SCRIPT -m MASTERS -w WORKERS)"); !slices.Equal(got, []string{"changed"}) {
 		t.Errorf("instantiate-end ran the script %v, want once (changed)", got)
 	}
@@ -349,4 +357,37 @@ systemctl restart haproxy`)
 	}
 	t.Logf("haproxy reloads during the test: %d (scale-out, scale-in, heal-start, heal-end), master process %s throughout; haproxy -c on the live file after each step: %s",
 		s7.reloads, s7.mainPID, strings.Join(strings.Fields(s7.checkOut), " "))
+}
+
+// checkVIMThroughLB: the run's VIM is server (the load balancer's API
+// frontend), carries no CA, and the API server answers its bearer token
+// there as Tacker connects (TLS not verified).
+func checkVIMThroughLB(t *testing.T, r runResult, server string) {
+	t.Helper()
+	if r.VIM == nil {
+		t.Errorf("instantiate-end prepared no VIM (no \"vim\" in -o json)")
+		return
+	}
+	if r.VIM.Server != server {
+		t.Errorf("the VIM's server is %s, want the load balancer's API frontend %s (where Tacker's kubespray driver registers it)", r.VIM.Server, server)
+	}
+	if r.VIM.CACert != "" {
+		t.Errorf("the VIM carries a CA for %s, whose certificate cannot name the load balancer", r.VIM.Server)
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	req, err := http.NewRequest("GET", r.VIM.Server+"/api", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+r.VIM.BearerToken)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Errorf("the API server through the load balancer (%s/api): %v", r.VIM.Server, err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"APIVersions"`) {
+		t.Errorf("GET %s/api with the VIM's token: HTTP %d, want 200 with the APIVersions object", r.VIM.Server, resp.StatusCode)
+	}
 }

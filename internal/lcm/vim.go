@@ -103,15 +103,20 @@ func (op Op) preparesVIM() bool {
 // vimLBAPIPort says whether the external load balancer that
 // external_lb_param's script (read from the package in pkgDir) sets up
 // fronts the Kubernetes API server, and on which port (from says how that
-// is known). heatsible's own script interface (docs/external-lb.md) routes
-// to the workers' NodePorts only, so for it there is no such frontend; a
-// Tacker-contract install_external_lb.sh (its "frontend
-// kubernetes-apiserver", bind *:8383) has one. Telling the two apart is the
-// external LB work's (issue 16, item 5: lcm.ExternalLBAPIPort there, which
-// returns 8383 for Tacker's contract and 0 for heatsible's); until it is
-// merged no script is taken to front the API server. Tests replace it.
+// is known): ExternalLBAPIPort, by the script's interface. A script of
+// Tacker's contract (install_external_lb.sh) has "frontend
+// kubernetes-apiserver", bind *:8383, in front of every master's 6443, and
+// Tacker's kubespray driver registers its VIM there (kubespray_mgmt.py,
+// _create_vim: https://<the LB's ssh_cp_name address>:8383, no
+// ssl_ca_cert); heatsible's own interface (docs/external-lb.md) routes to
+// the workers' NodePorts only. A script validate could not read fronts
+// nothing (validate has refused it already). A variable: tests replace it.
 var vimLBAPIPort = func(req *params.Request, pkgDir string) (port int, from string, ok bool) {
-	return 0, "", false
+	port, err := ExternalLBAPIPort(req, pkgDir)
+	if err != nil || port == 0 {
+		return 0, "", false
+	}
+	return port, fmt.Sprintf("the frontend kubernetes-apiserver (bind *:%d) that a script of Tacker's contract (install_external_lb.sh) sets up, where Tacker's kubespray driver registers its VIM", port), true
 }
 
 // vimEndpoint works out the VIM's endpoint: the external load balancer's
@@ -139,8 +144,8 @@ func vimEndpoint(req *params.Request, t *topology.Topology, pkgDir string) (VIME
 			e = VIMEndpoint{Host: addr, HostFrom: "the external load balancer (external_lb_param.ssh_cp_name " + lb.SSHCPName + ")", Port: port, PortFrom: from}
 			return e, checkVIMHost(e)
 		}
-		e.Note = "the external load balancer's script (external_lb_param.script_path) is not known to front the API server " +
-			"(heatsible's script interface routes to the workers only): Tacker reaches the API server directly"
+		e.Note = "the external load balancer's script (external_lb_param.script_path) follows heatsible's interface, " +
+			"whose load balancer routes to the workers' NodePorts only, not to the API server: Tacker reaches the API server directly"
 	}
 	if m := c.MasterNode; m != nil && m.ClusterCPName != "" {
 		e.Host, e.HostFrom = t.CPs[m.ClusterCPName], "master_node.cluster_cp_name "+m.ClusterCPName

@@ -147,7 +147,7 @@ func TestVIMEndpoint(t *testing.T) {
 			VIMEndpoint{Host: "10.10.0.9", HostFrom: "master_node.cluster_cp_name vip_CP", PortFrom: "the admin kubeconfig's server URL"}, ""},
 		{"external LB whose script fronts no API server", lbReq, lbTopo, nil,
 			VIMEndpoint{Host: "10.10.0.10", HostFrom: "master_node.cluster_cp_name masterNode_CP1", PortFrom: "the admin kubeconfig's server URL",
-				Note: "the external load balancer's script (external_lb_param.script_path) is not known to front the API server (heatsible's script interface routes to the workers only): Tacker reaches the API server directly",
+				Note: "the external load balancer's script (external_lb_param.script_path) follows heatsible's interface, whose load balancer routes to the workers' NodePorts only, not to the API server: Tacker reaches the API server directly",
 				Warning: "master_node.cluster_cp_name masterNode_CP1 is the address of the master master-0, one of the cluster's 3 masters, not a VIP: " +
 					"Tacker reaches the API server through that master only, and loses it while that master is down or healed; " +
 					"give the top stack a VIP port in front of every master (Tacker's guide: vip_CP) and name it in cluster_cp_name"}, ""},
