@@ -18,6 +18,9 @@ type inputs struct {
 	stack      string
 	topology   string
 	kubeconfig string
+	// wholeRun: validate checks the request for a whole instantiate-end
+	// (params.Options.WholeRun).
+	wholeRun bool
 }
 
 func (in *inputs) addRequest(cmd *cobra.Command) {
@@ -51,7 +54,7 @@ func (in *inputs) loadRequest(g *globals, requirePackage bool) (*params.Request,
 	if err != nil {
 		return nil, fail.With(fail.Invalid, err)
 	}
-	if err := req.Validate(params.Options{PackageDir: in.pkg, RequirePackage: requirePackage}); err != nil {
+	if err := req.Validate(params.Options{PackageDir: in.pkg, RequirePackage: requirePackage, WholeRun: in.wholeRun}); err != nil {
 		warn(g, req)
 		return nil, fail.With(fail.Invalid, err)
 	}

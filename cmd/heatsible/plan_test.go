@@ -102,15 +102,21 @@ func TestPlanSeeds(t *testing.T) {
 	tests := []struct {
 		golden, body, topology, warning string
 		json                            bool
+		extra                           []string
 	}{
-		{"plan_seed_kubespray.txt", "kubespray-spec", "topology-kubespray.yaml", `pod_cidr: "192.168.3.0/16" has host bits set`, false},
-		{"plan_seed_kubespray.json", "kubespray-spec", "topology-kubespray.yaml", "", true},
-		{"plan_seed_pv_spec.txt", "pv-spec", "topology-pv.yaml", "", false},
+		{"plan_seed_kubespray.txt", "kubespray-spec", "topology-kubespray.yaml", `pod_cidr: "192.168.3.0/16" has host bits set`, false, nil},
+		{"plan_seed_kubespray.json", "kubespray-spec", "topology-kubespray.yaml", "", true, nil},
+		// The PV spec's cluster is installed by Tacker's kubeadm driver
+		// (its script_path): heatsible runs with the Tacker shim's kubeadm
+		// variant's --tags; without them it is refused
+		// (TestSeedScriptPathRefused).
+		{"plan_seed_pv_spec.txt", "pv-spec", "topology-pv.yaml", "", false, []string{"--tags", "cinder_volume,nfs_server,nfs_client,pv_register"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {
 			args := []string{"plan", "instantiate-end", "--request", filepath.Join(seeds, tt.body+".concrete.json"),
 				"--package", filepath.Join(seeds, "package"), "--topology", filepath.Join(seeds, tt.topology)}
+			args = append(args, tt.extra...)
 			if tt.json {
 				args = append([]string{"-o", "json"}, args...)
 			}

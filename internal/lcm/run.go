@@ -451,6 +451,11 @@ func precheck(op Op, req *params.Request, pkgDir string) error {
 	if req.NeedsPackage() && pkgDir == "" {
 		return fail.With(fail.Invalid, errors.New("--package DIR: the request names files of the VNF package (PV manifests, scripts); give the package directory"))
 	}
+	if op.buildsCluster() && len(op.Tags) == 0 {
+		if prob := req.ScriptPathProblem(); prob != nil {
+			return fail.With(fail.Invalid, params.Problems{*prob})
+		}
+	}
 	return nil
 }
 

@@ -100,6 +100,16 @@ func (op Op) preparesVIM() bool {
 	return op.Name == OpInstantiateEnd || op.Name == OpHealEnd && op.Target == TargetCluster
 }
 
+// buildsCluster reports whether op sets up the cluster as a whole on VMs
+// Heat created for it: instantiate-end, and both halves of a heal of the
+// whole cluster (Tacker recreates every VM; its kubeadm driver would run
+// script_path again at heal_end). Without --tags they refuse a script_path
+// that nothing would run (params.ScriptPathProblem); heal-start too, so
+// that a heal heal-end would refuse stops before anything changes.
+func (op Op) buildsCluster() bool {
+	return op.Name == OpInstantiateEnd || (op.Name == OpHealStart || op.Name == OpHealEnd) && op.Target == TargetCluster
+}
+
 // vimLBAPIPort says whether the external load balancer that
 // external_lb_param's script (read from the package in pkgDir) sets up
 // fronts the Kubernetes API server, and on which port (from says how that

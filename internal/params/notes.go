@@ -7,6 +7,9 @@ import "fmt"
 // They are not warnings: nothing in the request is wrong.
 func (r *Request) Notes() []string {
 	var notes []string
+	if n := scriptPathNote(r); n != "" {
+		notes = append(notes, n)
+	}
 	if a := r.Cluster.Ansible; a != nil && a.KubesprayRootPath == "" && a.TransferringInventoryPath == "" {
 		// Seed 003's own body: an ansible block with both paths empty.
 		notes = append(notes, fmt.Sprintf("%s.ansible: kubespray_root_path and transferring_inventory_path are empty, so heatsible runs no kubespray playbook: "+

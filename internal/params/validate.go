@@ -24,6 +24,13 @@ type Options struct {
 	// names package files. Without it, those files are only checked for form
 	// (commands that do not read them, such as inventory).
 	RequirePackage bool
+	// WholeRun says the request is checked for an operation that builds the
+	// cluster (instantiate-end) without --tags: heatsible validate without
+	// --tags, which the Tacker v2 shim calls before such a run. A
+	// script_path that nothing would run is then a problem
+	// (ScriptPathProblem); run and plan check it in lcm, where the
+	// operation and its --tags are known.
+	WholeRun bool
 }
 
 // NeedsPackage reports whether the request names files of the VNF package.
@@ -162,6 +169,11 @@ func (r *Request) Validate(opts Options) error {
 			if _, _, err := ReadLBScript(opts.PackageDir, lb.ScriptPath); err != nil {
 				ps.add(lp+".script_path", "%v", err)
 			}
+		}
+	}
+	if opts.WholeRun {
+		if prob := r.ScriptPathProblem(); prob != nil {
+			ps = append(ps, *prob)
 		}
 	}
 	return mergeProblems(r.parseProblems, ps).Err()
