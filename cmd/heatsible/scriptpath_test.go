@@ -13,8 +13,9 @@ import (
 // Scripts/install_k8s_cluster.sh) and no kubespray. heatsible does not run
 // that script, so an operation that builds the cluster without --tags
 // refuses them with exit code 2 and the field path, before anything runs:
-// validate, plan and run of instantiate-end, heal-start --cluster and
-// heal-end --cluster. With --tags (the Tacker shim's kubeadm variant, which
+// validate, plan and run of instantiate-end and heal-end --cluster. Not
+// heal-start --cluster (heatsible's clean-up, which the kubeadm variant
+// runs without --tags). With --tags (the Tacker shim's kubeadm variant, which
 // runs the script through Tacker's driver first), and for an operation on
 // single nodes, the request is accepted with a note.
 func TestSeedScriptPathRefused(t *testing.T) {
@@ -61,7 +62,7 @@ func TestSeedScriptPathRefused(t *testing.T) {
 				{"validate without package", []string{"validate", "--request", req}, true},
 				{"validate --tags", append([]string{"validate", "--request", req, "--package", pkg}, kubeadmTags...), false},
 				{"plan instantiate-end", planArgs("instantiate-end"), true},
-				{"plan heal-start --cluster", planArgs("heal-start", "--cluster"), true},
+				{"plan heal-start --cluster", planArgs("heal-start", "--cluster"), false},
 				{"plan heal-end --cluster", planArgs("heal-end", "--cluster"), true},
 				{"plan instantiate-end --tags", planArgs("instantiate-end", kubeadmTags...), false},
 				{"plan heal-end --cluster --tags", planArgs("heal-end", append([]string{"--cluster"}, kubeadmTags...)...), false},

@@ -28,7 +28,8 @@ func TestPrecheckScriptPath(t *testing.T) {
 	}{
 		{"instantiate-end", Op{Name: OpInstantiateEnd}, bare, true},
 		{"instantiate-end, ansible without kubespray", Op{Name: OpInstantiateEnd}, ansibleOnly, true},
-		{"heal-start --cluster", Op{Name: OpHealStart, Target: TargetCluster}, bare, true},
+		// heatsible's clean-up only; the kubeadm variant runs it without --tags
+		{"heal-start --cluster", Op{Name: OpHealStart, Target: TargetCluster}, bare, false},
 		{"heal-end --cluster", Op{Name: OpHealEnd, Target: TargetCluster}, bare, true},
 		{"instantiate-end --tags (the kubeadm variant)", Op{Name: OpInstantiateEnd, Tags: storageTags}, bare, false},
 		{"heal-end --cluster --tags", Op{Name: OpHealEnd, Target: TargetCluster, Tags: storageTags}, bare, false},

@@ -101,13 +101,15 @@ func (op Op) preparesVIM() bool {
 }
 
 // buildsCluster reports whether op sets up the cluster as a whole on VMs
-// Heat created for it: instantiate-end, and both halves of a heal of the
-// whole cluster (Tacker recreates every VM; its kubeadm driver would run
-// script_path again at heal_end). Without --tags they refuse a script_path
-// that nothing would run (params.ScriptPathProblem); heal-start too, so
-// that a heal heal-end would refuse stops before anything changes.
+// Heat created for it: instantiate-end, and heal-end --cluster (Tacker
+// recreated every VM; its kubeadm driver would run script_path again).
+// Without --tags they refuse a script_path that nothing would run
+// (params.ScriptPathProblem). Not heal-start --cluster: it only removes
+// heatsible's state, nothing runs on the VMs, and the shim's kubeadm
+// variant runs it without --tags (before Tacker's heal of the whole VNF).
+// They are the operations that prepare the VIM (preparesVIM).
 func (op Op) buildsCluster() bool {
-	return op.Name == OpInstantiateEnd || (op.Name == OpHealStart || op.Name == OpHealEnd) && op.Target == TargetCluster
+	return op.preparesVIM()
 }
 
 // vimLBAPIPort says whether the external load balancer that

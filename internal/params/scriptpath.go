@@ -8,8 +8,8 @@ import "fmt"
 // MgmtDriver); heatsible never runs it, and without
 // ansible.kubespray_root_path it installs no Kubernetes either: the cluster
 // would be taken as installed although the request asks for a script to
-// install it. An operation that builds the cluster (instantiate-end, a
-// heal of the whole cluster) without --tags refuses it: validate
+// install it. An operation that builds the cluster (instantiate-end,
+// heal-end --cluster) without --tags refuses it: validate
 // (Options.WholeRun) and lcm's precheck for run and plan. With --tags (the
 // Tacker shim's kubeadm variant runs the script through Tacker's driver,
 // then heatsible's storage roles with --tags) Notes says it instead.
@@ -42,5 +42,5 @@ func scriptPathNote(r *Request) string {
 		return fmt.Sprintf("%s.script_path: heatsible does not run %s (Tacker's Kubernetes installation script): kubespray (ansible.kubespray_root_path) installs the cluster", Prefix, quote(c.ScriptPath))
 	}
 	return fmt.Sprintf("%s.script_path: heatsible does not run %s (Tacker's Kubernetes installation script) and takes the cluster as installed, as the Tacker shim's kubeadm variant has it (Tacker's driver runs the script, then heatsible with --tags); "+
-		"instantiate-end, heal-start --cluster and heal-end --cluster without --tags refuse this request", Prefix, quote(c.ScriptPath))
+		"instantiate-end and heal-end --cluster without --tags refuse this request", Prefix, quote(c.ScriptPath))
 }
