@@ -78,6 +78,15 @@ type pvManifest struct {
 	Src  inventory.Template `yaml:"src"`
 }
 
+// nlmPV is an NFS PV whose mounts need rpc.statd and rpcbind on the nodes
+// (NFSv3 with remote locks, manifest.NeedsStatd): roles/nfs_client's
+// nfs_client_nlm_pvs.
+type nlmPV struct {
+	Name         string   `yaml:"name"`
+	MountOptions []string `yaml:"mount_options"`
+	Field        string   `yaml:"field"`
+}
+
 // ManifestDir is where prepared manifests sit in the bundle, relative to the
 // playbook.
 const ManifestDir = "manifests"
@@ -164,6 +173,7 @@ func buildVars(req *params.Request, t *topology.Topology, pkgDir string, f *OpFi
 		}
 	}
 	var pvs []pvManifest
+	var nlm []nlmPV
 	// The storage server's addresses: the PVs it serves are the NFS PVs
 	// whose spec.nfs.server is one of them (pv_register's heal guard).
 	var servers []string
@@ -185,6 +195,9 @@ func buildVars(req *params.Request, t *topology.Topology, pkgDir string, f *OpFi
 		if pv.Source == manifest.SourceNFS {
 			server = t.CPs[reg.NFSServerCP]
 			addServer(server)
+			if manifest.NeedsStatd(pv.MountOptions) {
+				nlm = append(nlm, nlmPV{Name: pv.Name, MountOptions: pv.MountOptions, Field: pv.MountOptionsField})
+			}
 		}
 		out, err := pv.Prepare(server)
 		if err != nil {
@@ -195,6 +208,11 @@ func buildVars(req *params.Request, t *topology.Topology, pkgDir string, f *OpFi
 		pvs = append(pvs, pvManifest{Name: pv.Name, Src: inventory.Template("{{ playbook_dir }}/" + path.Join(ManifestDir, name))})
 	}
 	all["pv_manifests"] = pvs
+	if len(nlm) > 0 {
+		// Only then does nfs_client ask systemd about rpc-statd and
+		// rpcbind: the NFSv4 case costs the nodes nothing more.
+		all["nfs_client_nlm_pvs"] = nlm
+	}
 	// Proxy URLs may carry user:password: then the whole map goes to the
 	// secrets file (and no_proxy is masked along with them); without
 	// credentials it is plain configuration, which run records and output

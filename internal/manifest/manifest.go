@@ -43,8 +43,18 @@ type PV struct {
 	Source Source
 	// NFSPath is spec.nfs.path (NFS only).
 	NFSPath string
-	root    *yaml.Node // the document's mapping node
+	// MountOptions are the options the kubelet mounts the volume with:
+	// the annotation volume.beta.kubernetes.io/mount-options, split at
+	// commas, when the PV has it (the kubelet prefers it), else
+	// spec.mountOptions; nil with neither. MountOptionsField says which.
+	MountOptions      []string
+	MountOptionsField string
+	root              *yaml.Node // the document's mapping node
 }
+
+// MountOptionsAnnotation is the beta annotation the kubelet still reads
+// before spec.mountOptions (MountOptionFromSpec in k8s.io/kubernetes).
+const MountOptionsAnnotation = "volume.beta.kubernetes.io/mount-options"
 
 var dns1123Subdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 
@@ -114,6 +124,9 @@ func Parse(data []byte) (*PV, error) {
 		return nil, errors.New("has no spec mapping")
 	}
 	pv := &PV{Name: name, root: root}
+	if err := pv.readMountOptions(meta, spec); err != nil {
+		return nil, err
+	}
 	nfs, csi := child(spec, "nfs"), child(spec, "csi")
 	switch {
 	case nfs != nil && csi != nil:
@@ -139,6 +152,38 @@ func Parse(data []byte) (*PV, error) {
 		return nil, errors.New("has neither spec.nfs nor spec.csi; heatsible registers NFS or CSI PersistentVolumes")
 	}
 	return pv, nil
+}
+
+// readMountOptions sets MountOptions as the kubelet reads them. Options
+// that are not strings are refused (the API server would refuse the PV).
+func (pv *PV) readMountOptions(meta, spec *yaml.Node) error {
+	if ann := child(meta, "annotations"); ann != nil && ann.Kind == yaml.MappingNode {
+		if n := child(ann, MountOptionsAnnotation); n != nil {
+			if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+				return fmt.Errorf("metadata.annotations[%s] is not a string (the mount options, separated by commas); quote it", quote(MountOptionsAnnotation))
+			}
+			pv.MountOptions = strings.Split(n.Value, ",")
+			pv.MountOptionsField = "metadata.annotations[" + MountOptionsAnnotation + "]"
+			return nil
+		}
+	}
+	n := child(spec, "mountOptions")
+	if n == nil || (n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null") {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return errors.New("spec.mountOptions is not a list of strings (write e.g. mountOptions: [nfsvers=4.1, hard])")
+	}
+	opts := []string{}
+	for i, o := range n.Content {
+		if o.Kind != yaml.ScalarNode || o.ShortTag() != "!!str" {
+			return fmt.Errorf("spec.mountOptions[%d] %s is not a string to YAML readers; quote it", i, quote(o.Value))
+		}
+		opts = append(opts, o.Value)
+	}
+	pv.MountOptions = opts
+	pv.MountOptionsField = "spec.mountOptions"
+	return nil
 }
 
 // checkTree refuses what a PersistentVolume never needs and what would make
