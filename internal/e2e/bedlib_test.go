@@ -127,3 +127,36 @@ func TestBedNeverSignalsAStalePid(t *testing.T) {
 		t.Errorf("stop_host and reap_host took %s: they waited for a process that is not the host's", took.Round(time.Millisecond))
 	}
 }
+
+// TestBedMasterHosts needs no bed: it sources testbed/bin/bed
+// (BED_LIB_ONLY=1) and asks which hosts MASTERS=1 and MASTERS=3 want, in
+// sorted order, with their addresses, and what MASTERS=2 is told.
+func TestBedMasterHosts(t *testing.T) {
+	bedSH := filepath.Join("..", "..", "testbed", "bin", "bed")
+	lib := func(env string, script string) (string, error) {
+		out, err := exec.Command("bash", "-c", env+` BED_LIB_ONLY=1; . "$1"; `+script, "bash", bedSH).CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	hosts := `for h in $(want_hosts | sorted_hosts); do printf '%s=%s ' "$h" "$(ip_of "$h")"; done`
+	for _, tc := range []struct{ masters, want string }{
+		{"1", "ansible=10.231.0.10 storage=10.231.0.11 master-0=10.231.0.12 lb=10.231.0.13 worker-0=10.231.0.20 worker-1=10.231.0.21 worker-2=10.231.0.22"},
+		{"3", "ansible=10.231.0.10 storage=10.231.0.11 master-0=10.231.0.12 master-1=10.231.0.14 master-2=10.231.0.15 lb=10.231.0.13 worker-0=10.231.0.20 worker-1=10.231.0.21 worker-2=10.231.0.22"},
+	} {
+		got, err := lib("MASTERS="+tc.masters+" WORKERS=2 SPARE_WORKERS=1 EXTERNAL_LB=1", `check_masters "$MASTERS"; `+hosts)
+		if err != nil || got != tc.want {
+			t.Errorf("MASTERS=%s: %q (%v), want %q", tc.masters, got, err, tc.want)
+		}
+	}
+	for _, h := range []string{"master-1", "master-2"} {
+		if _, err := lib("", `is_bed_host `+h); err != nil {
+			t.Errorf("is_bed_host %s: %v", h, err)
+		}
+	}
+	if _, err := lib("", `is_bed_host master-3`); err == nil {
+		t.Error("is_bed_host master-3: yes, want no")
+	}
+	out, err := lib("MASTERS=2", `check_masters "$MASTERS"`)
+	if want := "MASTERS=2: want 1 or 3 (master-0, or master-0..2 at 10.231.0.12, 10.231.0.14, 10.231.0.15)"; err == nil || !strings.Contains(out, want) {
+		t.Errorf("MASTERS=2: %q (%v), want the error %q", out, err, want)
+	}
+}

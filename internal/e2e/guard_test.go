@@ -442,7 +442,8 @@ func (b *bed) checkSSH() []dirt {
 
 // hostAt is the name of the running bed host whose internal address is
 // addr ("" if none runs): ansible .10, storage .11, master-0 .12, lb .13,
-// worker-I .(20+I) (docs/testbed.md), running if the bed keeps its pid.
+// master-1 .14, master-2 .15 (MASTERS=3, bed masters 3), worker-I .(20+I)
+// (docs/testbed.md), running if the bed keeps its pid.
 func (b *bed) hostAt(addr string) string {
 	m := internalAddr.FindStringSubmatch(addr)
 	if m == nil {
@@ -450,7 +451,7 @@ func (b *bed) hostAt(addr string) string {
 	}
 	var n int
 	fmt.Sscan(m[1], &n)
-	name := map[int]string{10: "ansible", 11: "storage", 12: "master-0", 13: "lb"}[n]
+	name := map[int]string{10: "ansible", 11: "storage", 12: "master-0", 13: "lb", 14: "master-1", 15: "master-2"}[n]
 	if n >= 20 && n < 84 {
 		name = fmt.Sprintf("worker-%d", n-20)
 	}

@@ -503,6 +503,52 @@ func threeMasters(t *testing.T, vip bool) *fixture {
 	return f
 }
 
+// The recorded stack of three masters (testdata/recorded/three-masters/,
+// the real Heat's answers, TestRealHeatThreeMasters -record): the seeds'
+// cluster_cp_name masterNode_CP1, a CP in every master member's stack,
+// is the first master's address (by address, not the first member Heat
+// lists); vip_CP, the VIP port of the top stack, is its own address. The
+// topology is the golden three-masters.yaml, which internal/lcm's
+// TestVIMEndpointRecordedThreeMasters reads for the VIM's warning.
+func TestDiscoverRecordedThreeMasters(t *testing.T) {
+	f := recordedThreeMasters(t)
+	c := tacker()
+	c.ExtraCPs = []string{c.MasterNICCP, "vip_CP"}
+	topo, n, err := discover(t, f, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 {
+		t.Errorf("%d requests, want 3", n)
+	}
+	ms := topo.ByRole(topology.RoleMaster)
+	var addrs []string
+	for _, m := range ms {
+		addrs = append(addrs, m.Address)
+	}
+	if strings.Join(addrs, " ") != "10.231.242.12 10.231.242.14 10.231.242.15" {
+		t.Fatalf("masters at %v, want 10.231.242.12 .14 .15", addrs)
+	}
+	first := f.members("master_instance")[0]["resource_name"].(string)
+	t.Logf("Heat lists master member %s first; the first master by address is %s (member %s)", first, ms[0].Name, ms[0].Member)
+	if got := topo.CPs[c.MasterNICCP]; got != ms[0].Address {
+		t.Errorf("CPs[%s] = %q, want the first master %s's address %s", c.MasterNICCP, got, ms[0].Name, ms[0].Address)
+	}
+	if got := topo.CPs["vip_CP"]; got != "10.231.242.9" {
+		t.Errorf("CPs[vip_CP] = %q, want the VIP port's 10.231.242.9", got)
+	}
+	for _, m := range ms {
+		if m.Address == topo.CPs["vip_CP"] {
+			t.Errorf("vip_CP is master %s's address", m.Name)
+		}
+	}
+	y, err := topo.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "three-masters.yaml", y)
+}
+
 // Several masters: the seeds' bodies name a master member's CP
 // (masterNode_CP1) as cluster_cp_name. It resolves to the first master (by
 // address, as t.ByRole orders them), not to the first member Heat lists; a

@@ -15,14 +15,18 @@ import (
 )
 
 // The fixtures are what the real Heat (testbed/heat) answered, recorded by
-// `go test -run TestRealHeat -record` with HEATSIBLE_HEAT_ENV set; the
-// cases below edit them into the other shapes Heat can give.
+// `go test -run '^TestRealHeat$' -record` (testdata/recorded/: one master)
+// and `go test -run TestRealHeatThreeMasters -record`
+// (testdata/recorded/three-masters/: three masters and a VIP port) with
+// HEATSIBLE_HEAT_ENV set; the cases below edit them into the other shapes
+// Heat can give.
 
 const fixtureProject = "c05b7fa2063b46e98e01b74b16577ce8"
 
 // fixture is one stack as the fake Heat serves it.
 type fixture struct {
 	name, id  string
+	project   string           // the project of its URLs (the stack's OS::project_id)
 	stack     map[string]any   // the "stack" object of GET /stacks/<name>/<id>
 	rows      []map[string]any // the resources of the listing
 	volumeGet map[string]any   // GET .../resources/<volume>?with_attr=attachments_list
@@ -30,7 +34,7 @@ type fixture struct {
 
 func readJSON(t testing.TB, name string, v any) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "recorded", name))
+	b, err := os.ReadFile(filepath.Join("testdata", "recorded", filepath.FromSlash(name)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +47,21 @@ func readJSON(t testing.TB, name string, v any) {
 // storage server, port and one volume.
 func recorded(t testing.TB) *fixture {
 	t.Helper()
+	return recordedIn(t, "")
+}
+
+// recordedThreeMasters loads the recorded stack of three masters
+// (testdata/recorded/three-masters/, TestRealHeatThreeMasters -record):
+// 3 masters, a VIP port vip_CP of the top stack, 2 workers with floating
+// IPs, storage server, port and one volume.
+func recordedThreeMasters(t testing.TB) *fixture {
+	t.Helper()
+	return recordedIn(t, "three-masters/")
+}
+
+// recordedIn loads the stack recorded in testdata/recorded/<dir>.
+func recordedIn(t testing.TB, dir string) *fixture {
+	t.Helper()
 	var st struct {
 		Stack map[string]any `json:"stack"`
 	}
@@ -52,10 +71,14 @@ func recorded(t testing.TB) *fixture {
 	var vol struct {
 		Resource map[string]any `json:"resource"`
 	}
-	readJSON(t, "stack.json", &st)
-	readJSON(t, "resources.json", &rs)
-	readJSON(t, "volume_with_attr.json", &vol)
-	return &fixture{name: st.Stack["stack_name"].(string), id: st.Stack["id"].(string),
+	readJSON(t, dir+"stack.json", &st)
+	readJSON(t, dir+"resources.json", &rs)
+	readJSON(t, dir+"volume_with_attr.json", &vol)
+	project, _ := st.Stack["parameters"].(map[string]any)["OS::project_id"].(string)
+	if project == "" {
+		t.Fatalf("testdata/recorded/%sstack.json: no parameters.OS::project_id", dir)
+	}
+	return &fixture{name: st.Stack["stack_name"].(string), id: st.Stack["id"].(string), project: project,
 		stack: st.Stack, rows: rs.Resources, volumeGet: vol.Resource}
 }
 
@@ -179,7 +202,11 @@ func (s *server) count() int {
 func serve(t testing.TB, f *fixture) (*gophercloud.ServiceClient, *server) {
 	t.Helper()
 	s := &server{}
-	base := "/v1/" + fixtureProject + "/stacks/"
+	project := f.project
+	if project == "" {
+		project = fixtureProject
+	}
+	base := "/v1/" + project + "/stacks/"
 	list, err := json.Marshal(map[string]any{"resources": f.rows})
 	if err != nil {
 		t.Fatal(err)
@@ -218,7 +245,7 @@ func serve(t testing.TB, f *fixture) (*gophercloud.ServiceClient, *server) {
 	t.Cleanup(s.Close)
 	pc := &gophercloud.ProviderClient{HTTPClient: *s.Client()}
 	pc.SetToken("fixture-token")
-	return &gophercloud.ServiceClient{ProviderClient: pc, Endpoint: s.URL + "/v1/" + fixtureProject + "/"}, s
+	return &gophercloud.ServiceClient{ProviderClient: pc, Endpoint: s.URL + "/v1/" + project + "/"}, s
 }
 
 // panicTB lets fixture edits that have no *testing.T fail loudly.

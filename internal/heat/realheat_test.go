@@ -240,14 +240,130 @@ func TestRealHeat(t *testing.T) {
 	}
 
 	if *record {
-		recordFixtures(t, ctx, client, cnt, created.ID, stackName)
+		recordFixtures(t, ctx, client, cnt, created.ID, stackName, filepath.Join("testdata", "recorded"))
+	}
+}
+
+// realHeat is the bed's Keystone + Heat for a test (HEATSIBLE_HEAT_ENV,
+// else the test skips): the OS_* variables set, and the run directory.
+func realHeat(t *testing.T) (runDir, heatSh string) {
+	t.Helper()
+	envPath := os.Getenv("HEATSIBLE_HEAT_ENV")
+	if envPath == "" {
+		t.Skip("HEATSIBLE_HEAT_ENV is unset: run `testbed/heat/heat.sh up` and set HEATSIBLE_HEAT_ENV=$PWD/testbed/run/heat/env to test against the real Keystone + Heat")
+	}
+	envPath, _ = filepath.Abs(envPath)
+	for k, v := range loadEnvFile(t, envPath) {
+		t.Setenv(k, v)
+	}
+	t.Setenv("OS_CLOUD", "")
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Dir(envPath), filepath.Join(root, "testbed", "heat", "heat.sh")
+}
+
+// TestRealHeatThreeMasters creates a stack of three masters with a VIP
+// port vip_CP in the top stack (heat.sh stack-create --masters 3 --vip,
+// the complex flavour of Tacker's guide), 2 workers, the storage server
+// and a volume on the real Keystone + Heat, on networks and pools of its
+// own (the VIP on a network of its own, so its address is known: the
+// masters' pool would give it any of theirs), and discovers it: three
+// masters ordered by address, the master member's CP masterNode_CP1 as the
+// first master's address, vip_CP as the VIP's. With -record it saves
+// Heat's answers under testdata/recorded/three-masters/, the fixture of
+// TestDiscoverRecordedThreeMasters.
+func TestRealHeatThreeMasters(t *testing.T) {
+	runDir, heatSh := realHeat(t)
+	pools := filepath.Join(runDir, "pools.d", "go-test-three-masters.json")
+	if err := os.MkdirAll(filepath.Dir(pools), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// masters: three addresses given in an order that is not the address
+	// order, so the members Heat lists first need not be the first master
+	if err := os.WriteFile(pools, []byte(`{"networks": {"hs_it3_master": ["10.231.242.14", "10.231.242.12", "10.231.242.15"],
+ "hs_it3_vip": ["10.231.242.9"], "hs_it3_worker": ["10.231.242.20-10.231.242.21"], "hs_it3_storage": ["10.231.242.11"]},
+ "floating": {"10.231.242.0/24": "10.231.243.0/24"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const stackName = "hs-go-it-three-masters"
+	run := func(args ...string) []byte {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, heatSh, args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		t.Logf("heat.sh %s:\n%s", strings.Join(args, " "), stderr.String())
+		if err != nil {
+			t.Fatalf("heat.sh %s: %v", strings.Join(args, " "), err)
+		}
+		return out
+	}
+	t.Cleanup(func() {
+		if os.Getenv("HEATSIBLE_KEEP_STACK") == "" {
+			run("stack-delete", stackName)
+		}
+		os.Remove(pools)
+	})
+	t0 := time.Now()
+	out := run("stack-create", stackName, "2", "1", "--replace", "--no-state", "--masters", "3", "--vip", "--vip-network", "hs_it3_vip",
+		"--networks", "hs_it3_master,hs_it3_worker,hs_it3_storage")
+	t.Logf("stack-create took %s", time.Since(t0).Round(100*time.Millisecond))
+	var created struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(out, &created); err != nil {
+		t.Fatalf("stack-create output: %v\n%s", err, out)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cnt := &counter{rt: http.DefaultTransport, keep: *record}
+	client, err := NewClient(ctx, WithHTTPClient(&http.Client{Transport: cnt}))
+	if err != nil {
+		t.Fatalf("NewClient: %v", err)
+	}
+	cnt.reset()
+	c := Contract{
+		MasterAspect: "master_instance", MasterSSHCP: "masterNode_CP1", MasterNICCP: "masterNode_CP1",
+		WorkerAspect: "worker_instance", WorkerSSHCP: "workerNode_FloatingIP", WorkerNICCP: "workerNode_CP2",
+		StorageSSHCP: "storage_server_CP", StorageNICCP: "storage_server_CP",
+		Volumes:  []string{"storage_server_volume"},
+		ExtraCPs: []string{"masterNode_CP1", "vip_CP"},
+	}
+	topo, err := Discover(ctx, client, stackName, c)
+	reqs := cnt.reset()
+	if err != nil {
+		t.Fatalf("Discover: %v\nrequests: %v", err, reqs)
+	}
+	y, _ := topo.Marshal()
+	t.Logf("Discover: %d HTTP requests; topology:\n%s", len(reqs), y)
+	ms := topo.ByRole(topology.RoleMaster)
+	var addrs []string
+	for _, m := range ms {
+		addrs = append(addrs, m.Address)
+	}
+	if strings.Join(addrs, " ") != "10.231.242.12 10.231.242.14 10.231.242.15" {
+		t.Errorf("masters at %v, want 10.231.242.12 .14 .15 in that order", addrs)
+	}
+	if got := topo.CPs["masterNode_CP1"]; got != "10.231.242.12" {
+		t.Errorf("CPs[masterNode_CP1] = %q, want the first master's 10.231.242.12", got)
+	}
+	if got := topo.CPs["vip_CP"]; got != "10.231.242.9" {
+		t.Errorf("CPs[vip_CP] = %q, want the VIP port's 10.231.242.9", got)
+	}
+	if *record {
+		recordFixtures(t, ctx, client, cnt, created.ID, stackName, filepath.Join("testdata", "recorded", "three-masters"))
 	}
 }
 
 // recordFixtures saves what the real Heat answered to Discover, plus one
 // GET of the volume with ?with_attr=attachments_list, as the fixtures of the
 // fast tests (testdata/recorded/).
-func recordFixtures(t *testing.T, ctx context.Context, client *gophercloud.ServiceClient, cnt *counter, id, name string) {
+func recordFixtures(t *testing.T, ctx context.Context, client *gophercloud.ServiceClient, cnt *counter, id, name, dir string) {
 	t.Helper()
 	var vol json.RawMessage
 	u := client.ServiceURL("stacks", name, id, "resources", "storage_server_volume") + "?with_attr=attachments_list"
@@ -267,7 +383,6 @@ func recordFixtures(t *testing.T, ctx context.Context, client *gophercloud.Servi
 		"resources.json":        get("/stacks/" + name + "/" + id + "/resources?nested_depth=2&with_detail=true"),
 		"volume_with_attr.json": vol,
 	}
-	dir := filepath.Join("testdata", "recorded")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -287,3 +287,48 @@ func TestBuildVIM(t *testing.T) {
 		})
 	}
 }
+
+// TestVIMEndpointRecordedThreeMasters: the VIM's endpoint on the topology
+// internal/heat discovers from the real Heat's answers for a stack of three
+// masters with a VIP port (internal/heat/testdata/golden/three-masters.yaml,
+// from testdata/recorded/three-masters/): the seeds' cluster_cp_name
+// masterNode_CP1 is the first master's address, with the one-master
+// warning naming that master; vip_CP is the VIP's, with no warning.
+func TestVIMEndpointRecordedThreeMasters(t *testing.T) {
+	topo, err := topology.Load("../heat/testdata/golden/three-masters.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := topo.ByRole(topology.RoleMaster)
+	if len(ms) != 3 {
+		t.Fatalf("%d masters in the recorded stack, want 3", len(ms))
+	}
+	member := loadRequest(t, "valid")
+	if member.Cluster.MasterNode.ClusterCPName != "masterNode_CP1" {
+		t.Fatalf("the valid request names cluster_cp_name %q, want masterNode_CP1", member.Cluster.MasterNode.ClusterCPName)
+	}
+	e, err := vimEndpoint(member, topo, "../../testdata/package")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "master_node.cluster_cp_name masterNode_CP1 is the address of the master " + ms[0].Name + ", one of the cluster's 3 masters, not a VIP: " +
+		"Tacker reaches the API server through that master only, and loses it while that master is down or healed; " +
+		"give the top stack a VIP port in front of every master (Tacker's guide: vip_CP) and name it in cluster_cp_name"
+	if e.Host != ms[0].Address || e.Warning != want {
+		t.Errorf("masterNode_CP1: endpoint %s, warning %q; want the first master's %s and\n%q", e.Host, e.Warning, ms[0].Address, want)
+	}
+	vip := loadRequest(t, "valid")
+	vip.Cluster.MasterNode.ClusterCPName = "vip_CP"
+	e, err = vimEndpoint(vip, topo, "../../testdata/package")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Host != topo.CPs["vip_CP"] || e.Host == "" || e.Warning != "" {
+		t.Errorf("vip_CP: endpoint %s, warning %q; want the VIP's %q and none", e.Host, e.Warning, topo.CPs["vip_CP"])
+	}
+	for _, m := range ms {
+		if m.Address == e.Host {
+			t.Errorf("vip_CP %s is master %s's address", e.Host, m.Name)
+		}
+	}
+}

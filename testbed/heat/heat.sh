@@ -6,7 +6,7 @@
 #
 #   heat.sh install                 apt packages (idempotent)
 #   heat.sh up                      start MariaDB, Keystone, heat-all (healthy: no-op)
-#   heat.sh stack-create NAME WORKERS VOLUMES [--pools FILE] [--replace] [--networks M,W,S] [--lb NET] [--masters N] [--vip] [--no-state]
+#   heat.sh stack-create NAME WORKERS VOLUMES [--pools FILE] [--replace] [--networks M,W,S] [--lb NET] [--masters N] [--vip [--vip-network NET]] [--no-state]
 #   heat.sh stack-scale NAME N [--victim MEMBER ...] [--aspect GROUP]   resize a group as Tacker does
 #   heat.sh stack-delete NAME
 #   heat.sh status                  exit 0 iff everything is up
@@ -425,7 +425,7 @@ case "$cmd" in
   status) do_status ;;
   rss) rss ;;
   stack-create)
-    [ $# -ge 3 ] || die "usage: $0 stack-create NAME WORKERS VOLUMES [--pools FILE] [--replace] [--networks M,W,S] [--lb NET] [--masters N] [--vip] [--no-state]"
+    [ $# -ge 3 ] || die "usage: $0 stack-create NAME WORKERS VOLUMES [--pools FILE] [--replace] [--networks M,W,S] [--lb NET] [--masters N] [--vip [--vip-network NET]] [--no-state]"
     lock
     bed_pools
     lb_pool
@@ -438,5 +438,5 @@ case "$cmd" in
     [ $# -eq 1 ] || die "usage: $0 stack-delete NAME"
     lock
     stackctl delete "$1" ;;
-  *) echo "usage: $0 install|up|down|status|stack-create NAME WORKERS VOLUMES [--pools FILE] [--replace] [--networks M,W,S] [--lb NET] [--masters N] [--vip] [--no-state]|stack-scale NAME N [--victim MEMBER ...] [--aspect GROUP]|stack-delete NAME" >&2; exit 2 ;;
+  *) echo "usage: $0 install|up|down|status|stack-create NAME WORKERS VOLUMES [--pools FILE] [--replace] [--networks M,W,S] [--lb NET] [--masters N] [--vip [--vip-network NET]] [--no-state]|stack-scale NAME N [--victim MEMBER ...] [--aspect GROUP]|stack-delete NAME" >&2; exit 2 ;;
 esac

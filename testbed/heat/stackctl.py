@@ -1,7 +1,8 @@
 """Create and delete the bed's Tacker-shaped Heat stack (called by heat.sh).
 
     stackctl.py create NAME WORKERS VOLUMES [--pools FILE] [--replace]
-                       [--networks MASTER,WORKER,STORAGE] [--lb NETWORK] [--no-state]
+                       [--networks MASTER,WORKER,STORAGE] [--lb NETWORK]
+                       [--masters N] [--vip [--vip-network NETWORK]] [--no-state]
     stackctl.py delete NAME
     stackctl.py scale NAME N [--victim MEMBER ...] [--aspect GROUP]
 
@@ -141,7 +142,7 @@ def templates(workers, volumes, lb_network=None, vip=False):
         # it in allowed_address_pairs, which the stand-in does not model)
         top["resources"]["vip_CP"] = {
             "type": "OS::Neutron::Port",
-            "properties": {"network": {"get_param": ["nfv", "CP", "masterNode_CP1", "network"]}}}
+            "properties": {"network": {"get_param": ["nfv", "CP", "vip_CP", "network"]}}}
     if lb_network:
         # an external load balancer VM in front of the masters, as in Tacker's
         # samples with external_lb_param: a server of the top stack and its port
@@ -170,9 +171,11 @@ def templates(workers, volumes, lb_network=None, vip=False):
     return top, {"nested_master.yaml": master, "nested_worker.yaml": worker}, vols
 
 
-def params(networks, lb_network=None, workers=0, masters=1):
+def params(networks, lb_network=None, workers=0, masters=1, vip_network=None):
     m, w, s = networks
     p = json.loads(json.dumps(PARAMS))
+    if vip_network:
+        p["nfv"]["CP"]["vip_CP"] = {"network": vip_network}
     p["nfv"]["VDU"]["masterNode"]["desired_capacity"] = masters
     p["nfv"]["VDU"]["workerNode"]["desired_capacity"] = workers
     p["nfv"]["CP"]["masterNode_CP1"]["network"] = m
@@ -236,6 +239,8 @@ def create(h, a):
         die("--networks wants MASTER,WORKER,STORAGE")
     if not 1 <= a.volumes <= 3:
         die("VOLUMES must be 1..3, got %d" % a.volumes)
+    if a.vip_network and not a.vip:
+        die("--vip-network wants --vip")
     if not 1 <= a.masters <= 3:
         die("--masters must be 1..3 (the master group's max_size), got %d" % a.masters)
     if a.pools:
@@ -255,7 +260,8 @@ def create(h, a):
     top, files, vols = templates(a.workers, a.volumes, a.lb, a.vip)
     timeout = create_timeout(a.workers)
     body = {"stack_name": a.name, "template": top, "files": files,
-            "parameters": params(a.networks, a.lb, a.workers, a.masters),
+            "parameters": params(a.networks, a.lb, a.workers, a.masters,
+                                 (a.vip_network or a.networks[0]) if a.vip else None),
             "disable_rollback": True, "timeout_mins": max(1, timeout // 60)}
     t0 = time.time()
     end = t0 + timeout
@@ -498,6 +504,8 @@ def main():
                    help="members of the master group (1..3; its addresses come from the master network's pool)")
     c.add_argument("--vip", action="store_true", help="add a VIP port vip_CP to the top stack on "
                    "the master network, as the complex flavour of Tacker's guide has")
+    c.add_argument("--vip-network", metavar="NETWORK", help="the network of vip_CP (default the master "
+                   "network): a pool of its own makes the VIP's address known before the masters' are taken")
     d = sub.add_parser("delete")
     d.add_argument("name")
     sc = sub.add_parser("scale")

@@ -27,6 +27,13 @@
 #  * allocations are persisted in $HEATSIBLE_ALLOC (JSON keyed by port id),
 #    so no address is handed out twice, also across heat-all restarts; a
 #    port's delete releases its address.
+#  * an address is unique across the bed (its hosts share one L2), except on
+#    the networks a pools file lists in "separate": those are unique within
+#    their own network only, as Neutron's addresses are unique per network,
+#    so a second stack on them gets the very addresses the bed's stack holds
+#    on the bed's networks (the bed's hosts, for a test's stack beside the
+#    bed's, internal/e2e TestThreeMasters); a floating IP of a port on such
+#    a network is unique among that network's floating IPs likewise.
 #
 # Pitfall (from the recipe): get_resource/get_attr inside self.properties only
 # resolve during a create/update traversal; when the API later loads the stack
@@ -102,7 +109,16 @@ def _load_pools():
             merged = dict(pools.get(key) or {})
             merged.update(extra.get(key) or {})
             pools[key] = merged
+        pools['separate'] = list(pools.get('separate') or []) + list(extra.get('separate') or [])
     return pools
+
+
+def _space(network, separate):
+    """The address space an allocation on network belongs to: the network
+    itself when it is separate (a floating network is keyed "FLOAT@PORTNET",
+    separate when its port's network is), else the bed's one space ''."""
+    base = network.split('@', 1)[1] if '@' in network else network
+    return network if base in separate else ''
 
 
 def _pool_addresses(entries):
@@ -160,10 +176,13 @@ def allocate(kind, key, network, fixed=None):
     with _Allocations() as al:
         if key in al.data:
             return al.data[key]['ip']
-        used = set(v['ip'] for v in al.data.values())
+        pools = _load_pools()
+        separate = set(pools.get('separate') or [])
+        space = _space(network, separate)
+        used = set(v['ip'] for v in al.data.values()
+                   if _space(v.get('network') or '', separate) == space)
         ip = fixed
         if ip is None:
-            pools = _load_pools()
             entries = (pools.get('networks') or {}).get(network)
             if entries is None:
                 _fail('network %r has no pool in %s (networks: %s)' % (
@@ -187,6 +206,13 @@ def lookup(key):
     with _Allocations() as al:
         v = al.data.get(key)
         return v['ip'] if v else None
+
+
+def network_of(key):
+    """The network of the allocation of resource id key, or None."""
+    with _Allocations() as al:
+        v = al.data.get(key)
+        return v.get('network') if v else None
 
 
 def release(key):
@@ -386,9 +412,11 @@ class FloatingIP(_StandIn):
             if not fixed:
                 _fail('floating IP %s has no port with an address' % self.name)
             want = floating_for(fixed)
-        self.data_set('fip', allocate('floatingip', self.resource_id,
-                                      self.properties.get('floating_network') or '',
-                                      want))
+        net = self.properties.get('floating_network') or ''
+        port_net = network_of(self.data().get('port_id') or '')
+        if port_net and port_net in (_load_pools().get('separate') or []):
+            net = '%s@%s' % (net, port_net)
+        self.data_set('fip', allocate('floatingip', self.resource_id, net, want))
 
     def handle_delete(self):
         if self.resource_id:
