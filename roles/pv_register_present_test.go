@@ -112,7 +112,7 @@ func TestPVRegisterPresent(t *testing.T) {
 			if code, out := play("Bound"); code != 0 || !strings.Contains(out, "changed=0") || !strings.Contains(out, "nfs-pv1: Bound") {
 				t.Errorf("re-run: exit %d, want 0 and changed=0\n%s", code, out)
 			}
-			if code, out := play("Pending"); code != 2 || !strings.Contains(out, "PersistentVolumes not Available or Bound after 2 s: nfs-pv1 Pending") {
+			if code, out := play("Pending"); code != 2 || !strings.Contains(out, "PersistentVolumes not Available or Bound after 2 s (--wait pv=SECONDS for a longer wait): nfs-pv1 Pending") {
 				t.Errorf("a PV Pending: exit %d, want 2 and the phase in the message\n%s", code, out)
 			}
 			calls()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/lcm"
@@ -123,4 +124,9 @@ func (tf *targetFlags) op(name string) (lcm.Op, error) {
 		return op, fail.With(fail.Invalid, err)
 	}
 	return op, nil
+}
+
+// addWaitFlag adds --wait NAME=DURATION (lcm.ParseWaits reads it).
+func addWaitFlag(f *pflag.FlagSet, waits *[]string, as string) {
+	f.StringSliceVar(waits, "wait", nil, "NAME=DURATION: bound of one of the roles' waits, in seconds or e.g. 20m (names: see 'heatsible run --help', Waits)"+as)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/lcm"
 	"github.com/heatsible/heatsible/internal/redact"
 )
@@ -19,6 +20,7 @@ func newPlan(g *globals) *cobra.Command {
 	o := lcm.PlanOptions{}
 	var tags string
 	var tf targetFlags
+	var waits []string
 	cmd := &cobra.Command{
 		Use:   "plan OPERATION [--storage-server | --cluster | --node NAME | --vnfc-resource-id ID | --nodes A,B] --request FILE [--package DIR] (--stack ID|NAME | --topology FILE) [--limit NODES] [--tags ROLES]",
 		Short: "Print the steps an operation would run, on which hosts, with which roles (connects to no node)",
@@ -52,6 +54,9 @@ pattern, hosts, roles, runs/skip).`,
 			if tags != "" {
 				o.Tags = strings.Split(tags, ",")
 			}
+			if o.Waits, err = lcm.ParseWaits(waits); err != nil {
+				return fail.With(fail.Invalid, err)
+			}
 			o.Version = versionString()
 			p, err := lcm.MakePlan(cmd.Context(), o)
 			if err != nil {
@@ -74,6 +79,7 @@ pattern, hosts, roles, runs/skip).`,
 	tf.add(cmd, ", as for run")
 	f.StringVar(&tags, "tags", "", "only these roles (comma-separated), as 'run --tags'")
 	f.StringVar(&o.Limit, "limit", "", "only these nodes or groups (Ansible --limit pattern; @FILE is read on this machine, one pattern per line), as 'run --limit'")
+	addWaitFlag(f, &waits, " (plan notes the bounds set)")
 	addAnsibleFlags(f, &o.Ansible)
 	return cmd
 }

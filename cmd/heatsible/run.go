@@ -30,6 +30,7 @@ func newRun(g *globals) *cobra.Command {
 	var tags, role string
 	var tf targetFlags
 	var reportFile, vimInfo string
+	var waits []string
 	cmd := &cobra.Command{
 		Use:   "run OPERATION --request FILE [--package DIR] (--stack ID|NAME | --topology FILE) [--local | --ansible-host ADDR] [TARGET]",
 		Short: "Run a lifecycle operation on the cluster (instantiate-end, heal-start, heal-end, scale-start, scale-end, terminate-end)",
@@ -143,7 +144,13 @@ STATE/runs/CLUSTER/TIMESTAMP-OPERATION/ (STATE: $HEATSIBLE_STATE_DIR, else
 /var/lib/heatsible as root, else ~/.local/state/heatsible): run.log (0600,
 every event as a JSON line, the recap, the error), report.md and the rendered
 bundle with every secret masked. Errors end with "(log: PATH)". The last 20
-records of each cluster are kept.`,
+records of each cluster are kept.
+
+Waits: every wait of the roles is bounded, and a wait that runs out fails the
+run (exit 4) with a message that names it. --wait NAME=DURATION (seconds, or
+a duration such as 90s or 20m; repeatable or comma-separated) sets a bound
+for a slower cloud. NAME, default, what it bounds:
+` + lcm.WaitsHelp(),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			o.Operation = args[0]
@@ -190,6 +197,9 @@ records of each cluster are kept.`,
 				if err := checkRoles(o.Tags); err != nil {
 					return err
 				}
+			}
+			if o.Waits, err = lcm.ParseWaits(waits); err != nil {
+				return fail.With(fail.Invalid, err)
 			}
 			o.Version = versionString()
 			p := newProgress(g)
@@ -257,6 +267,7 @@ records of each cluster are kept.`,
 	f.StringVar(&o.Limit, "limit", "", "run only on these nodes or groups (Ansible --limit pattern; @FILE is read on this machine, one pattern per line)")
 	f.StringVar(&vimInfo, "vim-info", "", "instantiate-end, heal-end --cluster: write Tacker's Kubernetes VIM (server, CA, bearer token; docs/hooks.md) to FILE, mode 0600, once the run succeeded")
 	f.IntVar(&o.Forks, "forks", 0, "hosts Ansible works on at once (default 50)")
+	addWaitFlag(f, &waits, "")
 	addAnsibleFlags(f, &o.Ansible)
 	f.BoolVar(&o.BreakLock, "break-lock", false, "take over the cluster lock left by a run that was killed or crashed (read its run record first); never breaks a live run's lock")
 	return cmd

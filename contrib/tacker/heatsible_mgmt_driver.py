@@ -123,6 +123,9 @@ Configuration, from tacker-conductor's environment (or the class attributes):
   HEATSIBLE_KNOWN_HOSTS   known_hosts file for the Ansible host and every node
                           (passed as --known-hosts; default: heatsible's own,
                           ~/.ssh/known_hosts of the conductor's user)
+  HEATSIBLE_WAIT          passed as --wait: bounds of the roles' waits for a
+                          slow cloud, e.g. "cloud-init=20m,api=300" (names:
+                          heatsible run --help, "Waits")
   HEATSIBLE_TIMEOUT       seconds before one heatsible run is stopped (default
                           3600): heatsible gets SIGTERM (it then stops Ansible
                           and removes its staging directory, exit code 130),
@@ -685,6 +688,9 @@ class HeatsibleMgmtDriver(_Base):
             kh = self._known_hosts()
             if kh:
                 argv += ['--known-hosts', kh]
+            wait = os.environ.get('HEATSIBLE_WAIT')
+            if wait:
+                argv += ['--wait', wait]
             return argv
         label = operation + (' ' + note if note else '')
         return self._heatsible(label, tail, additional_params, vim_info,

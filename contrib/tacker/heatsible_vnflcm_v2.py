@@ -82,6 +82,8 @@ Configuration: tacker-conductor's environment (the script inherits it):
   HEATSIBLE_ANSIBLE_HOST   --ansible-host ADDR, or "local" for --local
                            (default: ansible.ip_address, else --local)
   HEATSIBLE_KNOWN_HOSTS    --known-hosts FILE
+  HEATSIBLE_WAIT           --wait VALUE: the roles' wait bounds, e.g.
+                           "cloud-init=20m,api=300"
   HEATSIBLE_TIMEOUT        seconds per heatsible run (default 3600): SIGTERM,
                            then SIGKILL 120 s later
   HEATSIBLE_REGISTER_VIM   0: no --vim-info, no vimConnectionInfo entry
@@ -453,6 +455,9 @@ class Script(object):
 
         kh = self.env.get('HEATSIBLE_KNOWN_HOSTS')
         known_hosts = ['--known-hosts', kh] if kh else []
+        wait = self.env.get('HEATSIBLE_WAIT')
+        if wait:
+            known_hosts += ['--wait', wait]
 
         def tail(req):
             return (['run', operation] + list(target) +

@@ -56,6 +56,21 @@ class ShimTest(FakeHeatsibleCase):
         # stdin was /dev/null (empty, not a terminal)
         self.assertEqual(self.seen('stdin'), '')
 
+    def test_wait_from_the_environment(self):
+        # HEATSIBLE_WAIT goes to heatsible as --wait, as it is
+        self.fake(0, stdout={'ok': True, 'exit_code': 0})
+        os.environ['HEATSIBLE_WAIT'] = 'cloud-init=20m,api=300'
+        try:
+            self.instantiate()
+        finally:
+            del os.environ['HEATSIBLE_WAIT']
+        argv = self.seen('argv').splitlines()
+        i = argv.index('--wait')
+        self.assertEqual(argv[i + 1], 'cloud-init=20m,api=300')
+        self.fake(0, stdout={'ok': True, 'exit_code': 0})
+        self.instantiate()
+        self.assertNotIn('--wait', self.seen('argv').splitlines())
+
     def test_exit_codes_raise_with_the_json_error(self):
         for rc, needle in [
                 (1, 'internal error'),

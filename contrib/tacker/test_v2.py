@@ -497,7 +497,20 @@ class InstantiateTest(V2Base):
         argv = self.argvs()[0]
         self.assertNotIn('--local', argv)
         self.assertIn('--known-hosts', argv)
+        self.assertNotIn('--wait', argv)
         self.assertNotIn('ansible-pw', '\n'.join(self.calls()[0]['argv']))
+
+    def test_wait_from_the_environment(self):
+        body = request('instantiate.json')
+        os.environ['HEATSIBLE_WAIT'] = 'cloud-init=20m'
+        req = objects.InstantiateVnfRequest.from_dict(body)
+        grant_req, grant = self.grant_request('INSTANTIATE', req)
+        openstack.Openstack()._make_instantiated_vnf_info(
+            req, self.inst, grant_req, grant, self.vnfd, self.heat,
+            stack_id=self.heat.id)
+        self.hook('instantiate_end', req, grant_req, grant)
+        argv = self.argvs()[0]
+        self.assertEqual(argv[argv.index('--wait') + 1], 'cloud-init=20m')
 
 
 class HealTest(V2Base):

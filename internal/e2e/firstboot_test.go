@@ -8,20 +8,23 @@ import (
 )
 
 // TestFirstBootDpkgLock: a worker without the NFS client is in a fresh
-// VM's first minutes when the run starts: cloud-init still running (30 s)
+// VM's first minutes when the run starts: cloud-init still running (15 s)
 // and the dpkg frontend lock held by a process named apt-get (an fcntl
-// lock, as apt takes it) for 60 s, so that apt-get exits 100 at once. The
+// lock, as apt takes it) for 30 s, so that apt-get exits 100 at once. The
 // run waits, saying which host waits for what while it does, installs the
 // client and succeeds. A host that has the client is never probed: with the
 // lock held on it, the re-run does not wait (converged runs pay nothing).
 //
-// The lock is held 30 s past cloud-init's end (60 s, was 120 s until
-// 2026-11-28: CI time): the run reaches its probe a few seconds after the
-// lock is taken (3 s in the e2e run of 2026-11-28), while cloud-init still
-// runs, then waits for cloud-init and, after it, for the lock; what the test
-// proves does not depend on how long the lock outlasts cloud-init.
+// The lock is held 15 s past cloud-init's end (30 s; 120 s until
+// 2026-11-28, 60 s until 2026-12-02: CI time): the run reaches its probe a
+// few seconds after the lock is taken (3 s in the e2e run of 2026-11-28),
+// while cloud-init still runs, then waits for cloud-init and, after it, for
+// the lock; what the test proves does not depend on how long the lock
+// outlasts cloud-init. The test fails, rather than passes for the wrong
+// reason, if the probe comes after cloud-init's end (the progress line
+// names cloud-init).
 func TestFirstBootDpkgLock(t *testing.T) {
-	const lockHeld = 60 * time.Second
+	const cloudInit, lockHeld = 15 * time.Second, 30 * time.Second
 	b := needBed(t)
 	hosts := strings.Fields(b.exec(t, "master-0", "sh", "-c", "getent hosts | awk '$2 ~ /^worker-/ {print $2, $1}'"))
 	if len(hosts) < 2 {
@@ -33,7 +36,7 @@ func TestFirstBootDpkgLock(t *testing.T) {
 
 	b.removeNFSClient(t, victim)
 	t.Cleanup(func() { b.bedScript(t, "first-boot", victim, "off") })
-	b.bedScript(t, "first-boot", victim, "30", strconv.Itoa(int(lockHeld/time.Second)))
+	b.bedScript(t, "first-boot", victim, strconv.Itoa(int(cloudInit/time.Second)), strconv.Itoa(int(lockHeld/time.Second)))
 	held := time.Now()
 	holder := strings.TrimSpace(b.exec(t, victim, "systemctl", "show", "-p", "MainPID", "--value", "bed-first-boot.service"))
 

@@ -13,7 +13,9 @@ import (
 // it), starts while cloud-init still runs: heatsible waits for cloud-init
 // (roles/apt_wait, as before an install), then finds kubeadm, joins the
 // node (exit 0) and the Node is back. Without the wait heal-end looked at
-// once and refused (exit 6, "has neither kubeadm nor a kubelet").
+// once and refused (exit 6, "has neither kubeadm nor a kubelet"). Before
+// it, heal-end --check says it would wait and that the node is still
+// booting (exit 0, nothing run), where it used to refuse.
 func TestKubeadmJoinAfterCloudInit(t *testing.T) {
 	const cloudInit = 30 * time.Second
 	b := needBed(t)
@@ -33,7 +35,28 @@ func TestKubeadmJoinAfterCloudInit(t *testing.T) {
 		t.Fatalf("worker-0 has kubeadm before its cloud-init ended:\n%s", s)
 	}
 
-	code, _, errs := b.runKubeadm(t, state, "heal-end", "--vnfc-resource-id", victim.ServerID)
+	// --check first, while cloud-init runs: it says what a real run waits
+	// for and that the verdict comes after the wait; it neither waits nor
+	// refuses (it did: "would wait", then exit 6 for the missing kubeadm).
+	masterSeen := 0 // the master's last kubeadm record before the check
+	for _, r := range b.kubeadmRecords(t, "master-0", 0) {
+		masterSeen = max(masterSeen, r.Seq)
+	}
+	code, _, errs := b.runKubeadm(t, state, "heal-end", "--vnfc-resource-id", victim.ServerID, "--check")
+	checked := time.Since(booted)
+	booting := "still booting: " + victim.Name + " (has neither kubeadm nor a kubelet now); a real run waits for their cloud-init"
+	t.Logf("heal-end --check: exit %d, %s after cloud-init started\n%s", code, checked.Round(time.Second), lineWith(errs, "still booting"))
+	if checked >= cloudInit {
+		t.Fatalf("heal-end --check took until cloud-init was over (%s): the bed is too slow for this test's %s of cloud-init", checked.Round(time.Second), cloudInit)
+	}
+	if code != 0 || !strings.Contains(errs, victim.Name+": would wait for cloud-init to finish") || !strings.Contains(errs, booting) {
+		t.Errorf("heal-end --check while cloud-init runs: exit %d, want 0 saying it would wait and %q\n%s", code, booting, tail(errs, 30))
+	}
+	if got := commandsOf(b.kubeadmRecords(t, "master-0", masterSeen)); got != "" {
+		t.Errorf("kubeadm on master-0 during heal-end --check: %q, want nothing but version (no join command made)", got)
+	}
+
+	code, _, errs = b.runKubeadm(t, state, "heal-end", "--vnfc-resource-id", victim.ServerID)
 	end := time.Since(booted)
 	waiting := victim.Name + ": waiting for cloud-init to finish (cloud-init status: running), at most 600 s"
 	waited := lineWith(errs, victim.Name+": waited ")

@@ -411,6 +411,29 @@ DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends lib
 	if changed, _ := storageRecap(t, out); changed != 0 {
 		t.Errorf("re-run changed %d on the storage server, want 0", changed)
 	}
+
+	// A host that cannot install it (Ubuntu without universe: no source
+	// has the package; here apt is told never to take it, Pin-Priority
+	// -1, which apt reports as "no available installation candidate"; the
+	// role takes both the same way, and without this fix the run failed,
+	// exit 4, after 60 s of retries): the run still succeeds, and its verdict says that the exports
+	// were not checked over NFS and why. The cleanup above reinstalls it
+	// after this one removes the pin.
+	t.Run("not installable", func(t *testing.T) {
+		const pin = "/etc/apt/preferences.d/hs-no-libnfs-utils"
+		t.Cleanup(func() { b.exec(t, "storage", "rm", "-f", pin) })
+		b.exec(t, "storage", "sh", "-c", "printf 'Package: libnfs-utils\nPin: release *\nPin-Priority: -1\n' > "+pin)
+		b.exec(t, "storage", "dpkg", "--purge", "libnfs-utils")
+		code, out, errs, took := b.heatsible(t, args...)
+		t.Logf("libnfs-utils not installable: exit %d in %s\n%s", code, took.Round(time.Millisecond), lineWith(out+errs, "NOT VERIFIED"))
+		if code != 0 {
+			t.Fatalf("exit %d, want 0 (the exports are served; only the NFS-level check cannot run)\n%s", code, tail(errs, 30))
+		}
+		want := "NOT VERIFIED by an NFS client: nfs-ls (libnfs-utils) is not installed on this host: the run could not install libnfs-utils: no available installation candidate for libnfs-utils (on Ubuntu it is in universe"
+		if !strings.Contains(out+errs, want) {
+			t.Errorf("the verdict does not say %q:\n%s", want, tail(out+errs, 20))
+		}
+	})
 }
 
 // TestNFSConvertLocalConf: Ubuntu's nfsconvert writes

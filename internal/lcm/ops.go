@@ -53,6 +53,8 @@ type Op struct {
 	// (k8s_node, k8s_join) or only, say, its NFS client; a refusal for want
 	// of a way to re-join the node is only made when it does.
 	Tags []string
+	// Waits are the bounds set with --wait (name -> seconds; see Waits).
+	Waits map[string]int
 }
 
 // Check reports an operation heatsible does not run, or a target that does

@@ -25,7 +25,9 @@ type PlanOptions struct {
 	Source         Source
 	Limit          string
 	Tags           []string
-	Version        string
+	// Waits are the bounds set with --wait (ParseWaits).
+	Waits   map[string]int
+	Version string
 	// Ansible says which ansible-playbook runs heatsible's roles and which
 	// runs kubespray (flags over the request).
 	Ansible AnsibleSettings
@@ -107,7 +109,7 @@ type Step struct {
 // renders the operation's files as Run does, and resolves every play's hosts
 // and roles. Errors carry exit codes.
 func MakePlan(ctx context.Context, o PlanOptions) (*Plan, error) {
-	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased, Nodes: o.Nodes, Tags: o.Tags}
+	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased, Nodes: o.Nodes, Tags: o.Tags, Waits: o.Waits}
 	if _, err := hostpattern.LimitPatterns(o.Limit); err != nil {
 		return nil, fail.With(fail.Invalid, err)
 	}
@@ -125,7 +127,7 @@ func MakePlan(ctx context.Context, o PlanOptions) (*Plan, error) {
 		}
 	}
 	p.Operation, p.Cluster = o.Operation, t.Cluster
-	p.Notes = o.Request.Notes()
+	p.Notes = append(o.Request.Notes(), waitNotes(o.Waits)...)
 	if files.VIM != nil && vimLeftOut(files, o.Limit, o.Tags) == "" {
 		p.VIM = files.VIM
 		if w := files.VIM.Warning; w != "" {

@@ -60,8 +60,10 @@ type RunOptions struct {
 	// runs kubespray (flags over the request; see ansible.go).
 	Ansible AnsibleSettings
 
-	Check     bool
-	Tags      []string
+	Check bool
+	Tags  []string
+	// Waits are the bounds set with --wait (ParseWaits).
+	Waits     map[string]int
 	Limit     string
 	Forks     int
 	Verbosity int
@@ -138,7 +140,7 @@ func runOp(ctx context.Context, o RunOptions, rec *state.Record) (_ *RunOutcome,
 		log = slog.Default()
 	}
 	start := rec.Started()
-	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased, Nodes: o.Nodes, Tags: o.Tags}
+	op := Op{Name: o.Operation, Target: o.Target, DeleteReleased: o.DeleteReleased, Nodes: o.Nodes, Tags: o.Tags, Waits: o.Waits}
 	req := o.Request
 	// A limit file (--limit @FILE) is read here, as plan reads it, and its
 	// patterns handed on: the Ansible host has no such file, and both must
@@ -473,7 +475,7 @@ func RenderOp(req *params.Request, t *topology.Topology, pkgDir string, op Op, v
 		return nil, err
 	}
 	f := &OpFiles{Inventory: buf.Bytes()}
-	if err := buildVars(req, t, pkgDir, f); err != nil {
+	if err := buildVars(req, t, pkgDir, op.Waits, f); err != nil {
 		return nil, err
 	}
 	if op.Target == TargetStorageServer && req.Cluster.StorageServer == nil {

@@ -91,10 +91,11 @@ type nlmPV struct {
 // playbook.
 const ManifestDir = "manifests"
 
-// buildVars computes group_vars, secrets and prepared manifests for req on t.
-func buildVars(req *params.Request, t *topology.Topology, pkgDir string, f *OpFiles) error {
+// buildVars computes group_vars, secrets and prepared manifests for req on t,
+// with the bounds of waits (--wait).
+func buildVars(req *params.Request, t *topology.Topology, pkgDir string, waits map[string]int, f *OpFiles) error {
 	c := req.Cluster
-	all := map[string]any{}
+	all := waitVars(waits)
 	f.GroupVars = map[string][]byte{}
 	f.Manifests = map[string][]byte{}
 	secrets := map[string]string{}

@@ -191,24 +191,24 @@ class Report(unittest.TestCase):
         self.assertEqual(got["msg"], "worker-1: the dpkg lock /var/lib/dpkg/lock-frontend (held by pid 1234, "
                                      "unattended-upgr) still held after 600 s. Nothing was installed. See what it "
                                      "does (ps -fp 1234; unattended-upgrades can take a while), then re-run. The wait is "
-                                     "bounded by apt_wait_timeout (600 s): raise it for a longer one.")
+                                     "bounded by 600 s: re-run with --wait apt=SECONDS for a longer one.")
         doc = {"cloud_init": {"present": True, "status": "running", "timed_out": True}, "locks": [],
                "waited": 600, "timed_out": "cloud-init"}
         got = aw.apt_wait_report(self.res(doc), "worker-1", 600)
         self.assertTrue(got["failed"])
         self.assertTrue(got["msg"].startswith("worker-1: cloud-init was still running after 600 s"))
-        self.assertTrue(got["msg"].endswith("bounded by apt_wait_timeout (600 s): raise it for a longer one."))
+        self.assertTrue(got["msg"].endswith("bounded by 600 s: re-run with --wait apt=SECONDS for a longer one."))
 
     def test_other_purpose(self):
         # k8s_join waits before it looks for kubeadm: its own words, its knob.
         doc = {"cloud_init": {"present": True, "status": "running", "timed_out": True}, "locks": [],
                "waited": 300, "timed_out": "cloud-init"}
         got = aw.apt_wait_report(self.res(doc), "worker-1", 300, False, "kubeadm can be looked for",
-                                 "Nothing was joined.", "k8s_join_boot_timeout")
+                                 "Nothing was joined.", "cloud-init")
         self.assertEqual(got["msg"], "worker-1: cloud-init was still running after 300 s (cloud-init status --wait "
                                      "did not return). Nothing was joined. See cloud-init status --long and "
                                      "/var/log/cloud-init-output.log on the host; re-run when it is done. The wait is "
-                                     "bounded by k8s_join_boot_timeout (300 s): raise it for a longer one.")
+                                     "bounded by 300 s: re-run with --wait cloud-init=SECONDS for a longer one.")
         doc = {"cloud_init": {"present": True, "status": "done", "waited": 31}, "locks": [], "waited_for": [],
                "waited": 31, "timed_out": ""}
         got = aw.apt_wait_report(self.res(doc), "worker-1", 300, False, "kubeadm can be looked for")

@@ -140,6 +140,24 @@ class Join(unittest.TestCase):
         self.assertIn("Node worker22 has worker-2's name or address 10.0.0.22", got["refuse"])
         self.assertIn("worker-2 has neither kubeadm nor a kubelet", got["refuse"])
 
+    def test_booting_in_check_mode(self):
+        # check mode, cloud-init still running: what the node lacks now is
+        # not the verdict (a real run waits, then looks again)
+        probes = {"master-0": probe(), "worker-1": probe(), "worker-2": probe(kubeadm=False, kubelet=False)}
+        got = kj.k8s_join_decide("join", probes, "master-0", ["worker-1", "worker-2"], ADDR, [], nodes(),
+                                 ["worker-2"])
+        self.assertEqual(got["refuse"], "")
+        self.assertEqual(got["join"], ["worker-1"])
+        self.assertIn("still booting: worker-2 (has neither kubeadm nor a kubelet now); a real run waits for "
+                      "their cloud-init", got["msg"])
+        # booting, but also the old VM's Node: still refused
+        got = kj.k8s_join_decide("join", probes, "master-0", ["worker-2"], ADDR, [], nodes(("worker22", "10.0.0.22")),
+                                 ["worker-2"])
+        self.assertIn("Node worker22 has worker-2's name or address", got["refuse"])
+        # not booting (or a real run, after the wait): refused as before
+        got = kj.k8s_join_decide("join", probes, "master-0", ["worker-2"], ADDR, [], nodes(), [])
+        self.assertIn("worker-2 has neither kubeadm nor a kubelet", got["refuse"])
+
     def test_one_problem_stops_all(self):
         got = self.decide({"master-0": probe(), "worker-1": probe(), "worker-2": probe(kubelet=False)},
                           nodes(), names=("worker-1", "worker-2"))

@@ -34,7 +34,7 @@ def _lock(lk, held_by="held by "):
 
 
 def _bound(knob, timeout):
-    return "The wait is bounded by %s (%s s): raise it for a longer one." % (knob, timeout)
+    return "The wait is bounded by %s s: re-run with --wait %s=SECONDS for a longer one." % (timeout, knob)
 
 
 def _parse(result):
@@ -50,12 +50,12 @@ def _parse(result):
 
 
 def apt_wait_report(result, host, timeout, check_mode=False, after="apt can run", unchanged="Nothing was installed.",
-                    knob="apt_wait_timeout"):
+                    knob="apt"):
     """{"busy", "failed", "msg"} for a probe's or a wait's registered result.
 
     A probe is busy when cloud-init runs or a lock is held (the wait then
-    runs); a wait failed when its time ran out, and says which variable
-    (knob) bounds it. A probe or wait that did not report fails with what it
+    runs); a wait failed when its time ran out, and says which of heatsible
+    run's --wait bounds (knob) it is. A probe or wait that did not report fails with what it
     printed. after: what can happen once the wait is over; unchanged: what
     did not happen when it fails (k8s_join, which waits before it looks for
     kubeadm, says its own).

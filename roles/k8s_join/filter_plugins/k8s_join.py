@@ -169,7 +169,7 @@ def _master_problem(master, p):
     return ""
 
 
-def k8s_join_decide(action, probes, master, nodes, addresses=None, peers=None, cluster=None):
+def k8s_join_decide(action, probes, master, nodes, addresses=None, peers=None, cluster=None, booting=None):
     """Decide, before anything changes.
 
     action: "check" (heal-start of nodes[0]: can heal-end bring it back?) or
@@ -177,7 +177,9 @@ def k8s_join_decide(action, probes, master, nodes, addresses=None, peers=None, c
     probes: {host: registered probe result} (hosts outside --limit absent).
     addresses: {host: internal address}; peers: the other workers (check:
     the evidence when the node does not answer); cluster: kubectl get nodes
-    -o json (join).
+    -o json (join); booting: the nodes to join whose cloud-init or dpkg
+    lock apt_wait found busy in check mode (a real run waits first, so what
+    they lack now is not yet a refusal: the check says so).
 
     Returns {"refuse": message or "", "msg": what was found, "join": [hosts],
     "joined": {host: Node name}, "api_versions": {host: apiVersion}}.
@@ -210,7 +212,7 @@ def k8s_join_decide(action, probes, master, nodes, addresses=None, peers=None, c
                                  % (cri, CRI_FIX))
                 return _unsafe(out)
             out["msg"] = ("%s has %s; %s can make a join command: heal-end can join its replacement, "
-                          "if it has them too (%s: heal-end first waits for the replacement's cloud-init, at most k8s_join_boot_timeout, then looks again and refuses, joining nothing, if they are still missing)" % (
+                          "if it has them too (%s: heal-end first waits for the replacement's cloud-init (as long as heal-end's --wait cloud-init allows), then looks again and refuses, joining nothing, if they are still missing)" % (
                               node, _has(p), master, ASSUMES))
             return _unsafe(out)
         # The node does not answer (a dead VM is the usual reason to heal
@@ -240,7 +242,7 @@ def k8s_join_decide(action, probes, master, nodes, addresses=None, peers=None, c
                 "again when a worker answers, or %s" % (node, reason, WAYS_OUT[0].lower() + WAYS_OUT[1:]))
             return _unsafe(out)
         out["msg"] = ("%s %s; the other workers (same image as its replacement) have kubeadm and a kubelet: %s "
-                      "(%s: heal-end first waits for the replacement's cloud-init, at most k8s_join_boot_timeout, then looks again and refuses, joining nothing, if they are still missing)"
+                      "(%s: heal-end first waits for the replacement's cloud-init (as long as heal-end's --wait cloud-init allows), then looks again and refuses, joining nothing, if they are still missing)"
                       % (node, reason, ", ".join(seen), ASSUMES))
         return _unsafe(out)
 
@@ -248,8 +250,9 @@ def k8s_join_decide(action, probes, master, nodes, addresses=None, peers=None, c
     if isinstance(cluster, str):
         cluster = json.loads(cluster or "{}")
     items = (cluster or {}).get("items") or []
-    problems, done, todo = [], [], []
+    problems, done, todo, waiting = [], [], [], []
     other, cri_problem = False, False  # which ways out the refusal names
+    booting = booting or []
     for node in nodes:
         p = _probe(probes.get(node))
         if p["state"] != "ok":
@@ -285,6 +288,10 @@ def k8s_join_decide(action, probes, master, nodes, addresses=None, peers=None, c
             mine.append("%s has kubeadm %s, which heatsible cannot give a JoinConfiguration "
                         "(it writes kubeadm.k8s.io/v1beta2 to v1beta4: kubeadm 1.15 and later)"
                         % (node, p.get("kubeadm_version") or "(no version)"))
+        if lacks and node in booting and len(mine) == 1:
+            # check mode: the real run waits for cloud-init, then looks again
+            waiting.append("%s (%s now)" % (node, lacks))
+            continue
         if mine:
             problems.extend(mine)
             other = True
@@ -313,6 +320,10 @@ def k8s_join_decide(action, probes, master, nodes, addresses=None, peers=None, c
     for node, sock in sorted(out["cri_sockets"].items()):
         parts.append("%s has several CRI endpoints: criSocket %s, the one the first master's kubelet uses"
                      % (node, sock))
+    if waiting:
+        parts.append("still booting: %s; a real run waits for their cloud-init (as long as --wait cloud-init "
+                     "allows), then looks again, and refuses, joining nothing, if they still lack kubeadm or "
+                     "a kubelet (check mode: whether they can join is known only then)" % "; ".join(waiting))
     if done:
         parts.append("already joined: %s" % ", ".join(done))
     out["msg"] = "; ".join(parts)

@@ -432,7 +432,8 @@ def nfs_server_verify(stdout, table, settings):
     """Judge files/verify.sh's output. settings: impl, bind_address,
     url_host, versions, serve (false: this host cannot serve NFS, see
     no_nfsd), no_nfsd (its reason), ports ({mountd, statd, lockd} or {}),
-    hint (what to check).
+    hint (what to check), nfsls_why (why nfs-ls is not there, when the run
+    could not or would not install it).
 
     Returns {problems: [...], summary: "..."}: each problem completes
     "the NFS server (IMPL) on HOST ..." (tasks/verify.yml)."""
@@ -499,7 +500,8 @@ def nfs_server_verify(stdout, table, settings):
                                 % (ports.get('mountd'), ports.get('lockd'), ports.get('statd')))
         nfsls = r.get('nfsls')
         if nfsls == 'absent':
-            verified.append('NOT VERIFIED by an NFS client: nfs-ls (libnfs-utils) is not installed on this host')
+            verified.append('NOT VERIFIED by an NFS client: nfs-ls (libnfs-utils) is not installed on this host'
+                            + ((': ' + settings['nfsls_why'].strip()) if (settings.get('nfsls_why') or '').strip() else ''))
         else:
             for x in nfsls or []:
                 if not x.get('ok'):

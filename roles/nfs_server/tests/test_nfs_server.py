@@ -289,7 +289,13 @@ class VerifyServing(unittest.TestCase):
         v = ns.nfs_server_verify(verify_doc(showmount={'ok': True, 'error': '', 'text': rec('showmount-ganesha.txt')},
                                             nfsls='absent'), self.t(), settings(impl='ganesha'))
         self.assertEqual(v['problems'], [])
-        self.assertIn('NOT VERIFIED by an NFS client: nfs-ls (libnfs-utils) is not installed', v['summary'])
+        self.assertIn('NOT VERIFIED by an NFS client: nfs-ls (libnfs-utils) is not installed on this host', v['summary'])
+        self.assertNotIn('host:', v['summary'])
+        # the run could not install it: the summary says why
+        why = "the run could not install libnfs-utils: No package matching 'libnfs-utils' is available (on Ubuntu"
+        v = ns.nfs_server_verify(verify_doc(showmount={'ok': True, 'error': '', 'text': rec('showmount-ganesha.txt')},
+                                            nfsls='absent'), self.t(), dict(settings(impl='ganesha'), nfsls_why=why))
+        self.assertIn('is not installed on this host: ' + why, v['summary'])
 
     def test_nfs_ls_fails(self):
         nfsls = self.ok_nfsls()
