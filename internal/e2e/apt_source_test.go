@@ -97,7 +97,10 @@ dpkg-query -W -f='${Status}' nfs-common 2>/dev/null | grep -q 'install ok instal
 	for _, w := range []string{
 		node + ": could not install nfs-common:",
 		"apt-get update could not fetch from any of its ",
-		"so no package list was refreshed: " + base + " kubernetes-xenial Release (404 Not Found",
+		// in the order apt-get reports them, which is the order its
+		// parallel fetches end in: not fixed
+		"so no package list was refreshed: ",
+		base + " kubernetes-xenial Release (404 Not Found",
 		"http://deb.debian.org/debian bookworm Release (404 Not Found",
 	} {
 		if !strings.Contains(errs, w) {
