@@ -122,20 +122,7 @@ func TestRealHeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	const stackName = "hs-go-it"
-	run := func(args ...string) []byte {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, heatSh, args...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		t.Logf("heat.sh %s:\n%s", strings.Join(args, " "), stderr.String())
-		if err != nil {
-			t.Fatalf("heat.sh %s: %v", strings.Join(args, " "), err)
-		}
-		return out
-	}
+	run := heatSH(t, heatSh)
 	t0 := time.Now()
 	out := run("stack-create", stackName, "3", "1", "--replace", "--no-state",
 		"--networks", "hs_it_master,hs_it_worker,hs_it_storage")
@@ -288,20 +275,7 @@ func TestRealHeatThreeMasters(t *testing.T) {
 		t.Fatal(err)
 	}
 	const stackName = "hs-go-it-three-masters"
-	run := func(args ...string) []byte {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, heatSh, args...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		t.Logf("heat.sh %s:\n%s", strings.Join(args, " "), stderr.String())
-		if err != nil {
-			t.Fatalf("heat.sh %s: %v", strings.Join(args, " "), err)
-		}
-		return out
-	}
+	run := heatSH(t, heatSh)
 	t.Cleanup(func() {
 		if os.Getenv("HEATSIBLE_KEEP_STACK") == "" {
 			run("stack-delete", stackName)
@@ -404,5 +378,24 @@ func recordFixtures(t *testing.T, ctx context.Context, client *gophercloud.Servi
 			t.Fatal(err)
 		}
 		t.Logf("recorded %s (%d bytes)", filepath.Join(dir, k), buf.Len())
+	}
+}
+
+// heatSH runs the bed's testbed/heat/heat.sh (at path) with args, logs its
+// stderr and fails the test when it fails; stdout is returned.
+func heatSH(t *testing.T, path string) func(args ...string) []byte {
+	return func(args ...string) []byte {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, path, args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		t.Logf("heat.sh %s:\n%s", strings.Join(args, " "), stderr.String())
+		if err != nil {
+			t.Fatalf("heat.sh %s: %v", strings.Join(args, " "), err)
+		}
+		return out
 	}
 }
