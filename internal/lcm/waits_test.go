@@ -2,7 +2,10 @@ package lcm
 
 import (
 	"maps"
+	"os"
 	"path"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -153,6 +156,33 @@ func TestWaitsHelp(t *testing.T) {
 	for _, want := range []string{"  api           60 s  the Kubernetes API server", "  cloud-init   600 s  a node to join"} {
 		if !strings.Contains(h, want) {
 			t.Errorf("help has no %q:\n%s", want, h)
+		}
+	}
+}
+
+// TestWaitsInCLIDoc: docs/cli.md's table of --wait names and defaults is
+// the table Waits and the roles' defaults make: a name or default changed
+// in one place fails here until the doc says so too.
+func TestWaitsInCLIDoc(t *testing.T) {
+	b, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `([a-z-]+)` \\| ([0-9]+) s \\|")
+	doc := map[string]string{}
+	for _, m := range row.FindAllStringSubmatch(string(b), -1) {
+		doc[m[1]] = m[2]
+	}
+	if len(doc) != len(Waits) {
+		t.Errorf("docs/cli.md lists %d waits (%v), Waits has %d", len(doc), doc, len(Waits))
+	}
+	for _, w := range Waits {
+		d, err := w.Default()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := doc[w.Name]; got != strconv.Itoa(d) {
+			t.Errorf("docs/cli.md gives --wait %s's default as %q s, the role's is %d s", w.Name, got, d)
 		}
 	}
 }
