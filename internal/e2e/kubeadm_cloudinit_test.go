@@ -44,7 +44,7 @@ func TestKubeadmJoinAfterCloudInit(t *testing.T) {
 	}
 	code, _, errs := b.runKubeadm(t, state, "heal-end", "--vnfc-resource-id", victim.ServerID, "--check")
 	checked := time.Since(booted)
-	booting := "still booting: " + victim.Name + " (has neither kubeadm nor a kubelet now); a real run waits for their cloud-init"
+	booting := "still booting: " + victim.Name + " (has neither kubeadm nor a kubelet now); a real run waits for their cloud-init and dpkg lock"
 	t.Logf("heal-end --check: exit %d, %s after cloud-init started\n%s", code, checked.Round(time.Second), lineWith(errs, "still booting"))
 	if checked >= cloudInit {
 		t.Fatalf("heal-end --check took until cloud-init was over (%s): the bed is too slow for this test's %s of cloud-init", checked.Round(time.Second), cloudInit)

@@ -149,7 +149,7 @@ class Join(unittest.TestCase):
         self.assertEqual(got["refuse"], "")
         self.assertEqual(got["join"], ["worker-1"])
         self.assertIn("still booting: worker-2 (has neither kubeadm nor a kubelet now); a real run waits for "
-                      "their cloud-init", got["msg"])
+                      "their cloud-init and dpkg lock", got["msg"])
         # booting, but also the old VM's Node: still refused
         got = kj.k8s_join_decide("join", probes, "master-0", ["worker-2"], ADDR, [], nodes(("worker22", "10.0.0.22")),
                                  ["worker-2"])

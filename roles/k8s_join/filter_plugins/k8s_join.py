@@ -321,7 +321,7 @@ def k8s_join_decide(action, probes, master, nodes, addresses=None, peers=None, c
         parts.append("%s has several CRI endpoints: criSocket %s, the one the first master's kubelet uses"
                      % (node, sock))
     if waiting:
-        parts.append("still booting: %s; a real run waits for their cloud-init (as long as --wait cloud-init "
+        parts.append("still booting: %s; a real run waits for their cloud-init and dpkg lock (as long as --wait cloud-init "
                      "allows), then looks again, and refuses, joining nothing, if they still lack kubeadm or "
                      "a kubelet (check mode: whether they can join is known only then)" % "; ".join(waiting))
     if done:
