@@ -113,7 +113,7 @@ func Run(ctx context.Context, o RunOptions) (*RunOutcome, error) {
 		log = slog.Default()
 	}
 	rec := newRecord(o, log, time.Now())
-	o.OnEvent = rec.OnEvent(o.OnEvent)
+	o.OnEvent = recordEvents(rec, o.OnEvent)
 	defer interrupt.Track(ctx, interrupt.Leftover{Now: rec.Abandon})()
 	if err := ctx.Err(); err != nil { // interrupted before it started: start nothing
 		return finishRecord(rec, nil, interrupt.Err(ctx, err))
@@ -271,7 +271,7 @@ func runOp(ctx context.Context, o RunOptions, rec *state.Record) (_ *RunOutcome,
 		runner, fileOps = remoteRunner, remoteRunner
 		// The cluster's lock on the Ansible host, for the whole remote
 		// run: the lock above cannot see another machine.
-		h := lock.Holder()
+		h := ansible.Holder(lock.Holder())
 		h.Record = rec.Dir()
 		locked := time.Now()
 		remoteLock, err = remoteRunner.Lock(ctx, t.Cluster, h, o.BreakLock)
