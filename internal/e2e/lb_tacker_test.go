@@ -139,9 +139,22 @@ func taskStatuses(t *testing.T, state, op, suffix string) []string {
 // its line (haproxy reloaded, not restarted); scale-in removes it; a node
 // heal removes and re-adds a worker's line; haproxy -c passes after every
 // step. The lb host is put back as it was.
+//
+// The same operations are the kubespray stand-in's scale and heal scenario
+// (it was TestKubesprayStandInScaleAndHeal, which ran them once more with
+// the sample script; the sample script's route edits are
+// contrib/external-lb's TestRoleOnLocalhost and TestCommands, its service
+// reload on the bed every kubespray instantiate-end, e.g.
+// TestKubesprayAnsibleSplit): instantiate-end runs cluster.yml from the
+// kubespray root; the worker Heat adds is scaled out (inventory, facts.yml,
+// scale.yml --limit, NFS client); scaled in (drained, remove-node.yml
+// without a prompt, inventory without it) and Heat removes it; then a worker
+// is healed (drained and removed, then re-added with its NFS client
+// reinstalled); the dry runs run no kubespray playbook; terminate-end
+// removes the inventory heatsible wrote and leaves no staging directory.
 func TestTackerContractLBScript(t *testing.T) {
 	b := needBed(t)
-	for _, k := range []string{"BED_LB", "BED_KUBESPRAY_ROOT", "BED_SPARE_WORKER_IP"} {
+	for _, k := range []string{"BED_LB", "BED_KUBESPRAY_ROOT", "BED_SPARE_WORKER", "BED_SPARE_WORKER_IP"} {
 		if b.env[k] == "" {
 			t.Fatalf("the bed has no %s (testbed/run/env): it needs the lb host, the kubespray stand-in and a spare worker (docs/testbed.md)", k)
 		}
@@ -207,7 +220,10 @@ rm -rf /var/lib/heatsible-lb /usr/local/lib/heatsible
 systemctl restart haproxy`)
 	fresh := b.exec(t, lb, "cat", "/etc/haproxy/haproxy.cfg")
 
+	ks := b.env["BED_KUBESPRAY_ROOT"]
+	seq := lastRecordSeq(b.ksRecords(t, 0))
 	start := b.topology(t)
+	workerNames := workersOf(start)
 	var workers, masters []string
 	for _, n := range start {
 		switch n.Role {
@@ -263,6 +279,9 @@ systemctl restart haproxy`)
 	if got := b.exec(t, lb, "sh", "-c", "pgrep -x haproxy | sort -n"); got != pids0 {
 		t.Errorf("the dry run restarted haproxy: %q -> %q", pids0, got)
 	}
+	if recs := b.ksRecords(t, seq); len(recs) != 0 {
+		t.Errorf("the dry run ran the stand-in's %s (kubespray has no check mode: heatsible skips it)", playbooksOf(recs))
+	}
 
 	// 1. instantiate-end: the script runs, once, and writes the backend.
 	// The VIM is registered where Tacker's kubespray driver registers it:
@@ -280,6 +299,28 @@ systemctl restart haproxy`)
 		t.Errorf("nothing listens on 8383 on %s after the script", lb)
 	}
 	t.Logf("after instantiate-end:\n%s", s1.backend)
+	recs := b.ksRecords(t, seq)
+	seq = lastRecordSeq(recs)
+	if got := playbooksOf(recs); got != "cluster.yml(-)" {
+		t.Fatalf("instantiate-end ran the stand-in's %s, want cluster.yml once, without --limit", got)
+	}
+	if rec := recs[0]; rec.Cwd != ks || fmt.Sprint(rec.ConfigTimeout) != "37" {
+		t.Errorf("cluster.yml ran in %q with timeout %v: want %s and its ansible.cfg (timeout 37)", rec.Cwd, rec.ConfigTimeout, ks)
+	}
+	if want := ks + "/inventory/heatsible/hosts.yaml"; !slices.Contains(recs[0].Sources, want) {
+		t.Errorf("inventory sources %q, want %s", recs[0].Sources, want)
+	}
+	if got := recs[0].Groups["kube_node"]; !slices.Equal(got, workerNames) {
+		t.Errorf("kube_node %q, want the stack's workers %q", got, workerNames)
+	}
+	if len(recs[0].Groups["nfs_server"]) > 0 || len(recs[0].Groups["external_lb"]) > 0 {
+		t.Errorf("kubespray's inventory has heatsible's groups: %v", recs[0].Groups)
+	}
+	for _, w := range workerNames {
+		if !b.nodeExists(t, w) {
+			t.Errorf("node %s not registered after cluster.yml", w)
+		}
+	}
 
 	// 2. The same again: no script, no change, no reload.
 	r = b.lbRun(t, state, request, pkg, "instantiate-end")
@@ -296,18 +337,44 @@ systemctl restart haproxy`)
 	if c := r.Recap[lbHost(r)].Changed; c != 0 {
 		t.Errorf("the re-run changed %d thing(s) on the load balancer", c)
 	}
+	seq = lastRecordSeq(b.ksRecords(t, seq))
 
 	// 3. Scale-out: Heat adds the spare worker; scale-end adds its line and
 	// reloads haproxy (same master process, new workers).
-	spareIP := b.env["BED_SPARE_WORKER_IP"]
+	// The new VM comes without the NFS client.
+	spare, spareIP := b.env["BED_SPARE_WORKER"], b.env["BED_SPARE_WORKER_IP"]
+	b.removeNFSClient(t, spare)
 	n := b.scaleOutSpare(t, len(workers))
+	newNode := n.Name
 	// A dry run first: nothing changes on the load balancer.
 	r = b.lbRun(t, state, request, pkg, "scale-end", "--nodes", n.MemberStackID, "--check")
 	if sc := b.lbState(t, since); sc.cfg != s2.cfg || sc.pids != s2.pids || r.Recap[lbHost(r)].Changed == 0 {
 		t.Errorf("the dry run of scale-end: changed %d on the LB (want > 0), haproxy.cfg changed %v, pids %q -> %q",
 			r.Recap[lbHost(r)].Changed, sc.cfg != s2.cfg, s2.pids, sc.pids)
 	}
+	if recs := b.ksRecords(t, seq); len(recs) != 0 {
+		t.Errorf("the dry run of scale-end ran the stand-in's %s", playbooksOf(recs))
+	}
 	b.lbRun(t, state, request, pkg, "scale-end", "--nodes", n.MemberStackID)
+	recs = b.ksRecords(t, seq)
+	seq = lastRecordSeq(recs)
+	if got, want := playbooksOf(recs), "facts.yml(-) scale.yml("+newNode+")"; got != want {
+		t.Errorf("scale-end ran the stand-in's %s, want %s", got, want)
+	}
+	for _, rec := range recs {
+		if !slices.Contains(rec.Groups["kube_node"], newNode) {
+			t.Errorf("%s's inventory lacks the new node %s: %v", rec.Playbook, newNode, rec.Groups["kube_node"])
+		}
+	}
+	if !strings.Contains(b.ksInventory(t), newNode+":") {
+		t.Errorf("the inventory on the Ansible host lacks %s", newNode)
+	}
+	if !b.nfsClient(spare) {
+		t.Errorf("the new node %s (%s) has no NFS client after scale-end", newNode, spare)
+	}
+	if !b.nodeExists(t, newNode) {
+		t.Errorf("node %s not registered after scale.yml", newNode)
+	}
 	s3 := b.lbState(t, since)
 	check("scale-end", s3, append(slices.Clone(workers), spareIP), nil)
 	if s3.mainPID != s2.mainPID || s3.pids == s2.pids || s3.reloads != s2.reloads+1 {
@@ -324,7 +391,27 @@ systemctl restart haproxy`)
 		t.Errorf("scale-start: want one reload, got reloads %d -> %d, master %s -> %s", s3.reloads, s4.reloads, s3.mainPID, s4.mainPID)
 	}
 	t.Logf("LB backend after scale-in (%s left):\n%s", n.Name, s4.backend)
+	if !drained(t, state, "scale-start") {
+		t.Errorf("scale-start did not drain %s (no changed drain task in its run.log)", newNode)
+	}
+	recs = b.ksRecords(t, seq)
+	seq = lastRecordSeq(recs)
+	if got := playbooksOf(recs); got != "remove-node.yml(-)" {
+		t.Fatalf("scale-start ran the stand-in's %s, want remove-node.yml", got)
+	}
+	if ev := recs[0].ExtraVars; fmt.Sprint(ev["node"]) != newNode || fmt.Sprint(ev["skip_confirmation"]) != "true" {
+		t.Errorf("remove-node.yml got %v, want node=%s skip_confirmation=true", ev, newNode)
+	}
+	if b.nodeExists(t, newNode) {
+		t.Errorf("node %s still in Kubernetes after scale-start", newNode)
+	}
+	if strings.Contains(b.ksInventory(t), newNode+":") {
+		t.Errorf("the inventory on the Ansible host still has %s", newNode)
+	}
 	b.stackScale(t, len(workers), n.Member)
+	if _, ok := nodeByAddress(b.topology(t), spareIP); ok {
+		t.Fatalf("Heat still has the member at %s after the scale-in", spareIP)
+	}
 
 	// 5. Heal a worker: its line goes at heal-start and comes back at
 	// heal-end; a re-run of heal-end changes nothing.
@@ -336,12 +423,40 @@ systemctl restart haproxy`)
 		}
 	}
 	others := slices.DeleteFunc(slices.Clone(workers), func(a string) bool { return a == victim.Address })
+	host := bedHostAt(t, victim.Address)
 	b.lbRun(t, state, request, pkg, "heal-start", "--node", victim.Name)
 	s5 := b.lbState(t, since)
 	check("heal-start", s5, others, []string{victim.Address})
+	if !drained(t, state, "heal-start") {
+		t.Errorf("heal-start did not drain %s", victim.Name)
+	}
+	recs = b.ksRecords(t, seq)
+	seq = lastRecordSeq(recs)
+	if got := playbooksOf(recs); got != "remove-node.yml(-)" {
+		t.Fatalf("heal-start ran the stand-in's %s, want remove-node.yml", got)
+	}
+	if ev := recs[0].ExtraVars; fmt.Sprint(ev["node"]) != victim.Name || fmt.Sprint(ev["reset_nodes"]) != "false" || fmt.Sprint(ev["skip_confirmation"]) != "true" {
+		t.Errorf("remove-node.yml got %v, want node=%s reset_nodes=false skip_confirmation=true", ev, victim.Name)
+	}
+	if b.nodeExists(t, victim.Name) {
+		t.Errorf("node %s still in Kubernetes after heal-start", victim.Name)
+	}
+	// The replaced VM comes without the NFS client.
+	b.removeNFSClient(t, host)
 	b.lbRun(t, state, request, pkg, "heal-end", "--vnfc-resource-id", victim.ServerID)
 	s6 := b.lbState(t, since)
 	check("heal-end", s6, workers, nil)
+	recs = b.ksRecords(t, seq)
+	seq = lastRecordSeq(recs)
+	if got, want := playbooksOf(recs), "facts.yml(-) scale.yml("+victim.Name+")"; got != want {
+		t.Errorf("heal-end ran the stand-in's %s, want %s", got, want)
+	}
+	if !b.nfsClient(host) {
+		t.Errorf("the NFS client was not reinstalled on %s (%s)", victim.Name, host)
+	}
+	if !b.nodeExists(t, victim.Name) {
+		t.Errorf("node %s not back in Kubernetes after heal-end", victim.Name)
+	}
 	// The same lines as the script wrote (the healed worker's now last).
 	if a, b := strings.Split(s1.backend, "\n"), strings.Split(s6.backend, "\n"); !slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b))) {
 		t.Errorf("after the heal the backend's lines differ from the script's:\n--- script\n%s\n--- now\n%s", s1.backend, s6.backend)
@@ -357,6 +472,17 @@ systemctl restart haproxy`)
 	}
 	t.Logf("haproxy reloads during the test: %d (scale-out, scale-in, heal-start, heal-end), master process %s throughout; haproxy -c on the live file after each step: %s",
 		s7.reloads, s7.mainPID, strings.Join(strings.Fields(s7.checkOut), " "))
+
+	// 6. terminate-end: the inventory heatsible wrote goes from the Ansible
+	// host (the stand-in's own files stay), no staging directory is left.
+	b.lbRun(t, state, request, pkg, "terminate-end")
+	if out, err := b.try("ansible", "test", "-e", ks+"/inventory/heatsible/hosts.yaml"); err == nil {
+		t.Errorf("terminate-end left the kubespray inventory on the Ansible host: %s", out)
+	}
+	b.exec(t, "ansible", "test", "-f", ks+"/cluster.yml")
+	if left := b.exec(t, "ansible", "sh", "-c", "ls -d /home/*/.heatsible/runs/heatsible-* /tmp/heatsible-* 2>/dev/null; true"); strings.TrimSpace(left) != "" {
+		t.Errorf("staging directories left on the Ansible host after terminate-end:\n%s", left)
+	}
 }
 
 // checkVIMThroughLB: the run's VIM is server (the load balancer's API

@@ -46,6 +46,10 @@ const (
 // heatsible warns that Tacker will not verify TLS there and gives the VIM
 // no CA: what a real cluster whose certificate lacks its VIP gets.
 //
+// Before the runs, plan (which connects to no host) names the same VIM
+// endpoints for both: the first master with the whole one-master warning,
+// and the VIP without it.
+//
 // Cleanup, registered before each change: the stack and its pool, the
 // volume links and the storage server's volume record, the VIP and its
 // forward on master-0, the cluster lock file on the Ansible host, and the
@@ -234,6 +238,33 @@ func TestThreeMasters(t *testing.T) {
 		if m.Address != masterIPs[i] {
 			t.Fatalf("master %d %s at %s, want %s", i, m.Name, m.Address, masterIPs[i])
 		}
+	}
+
+	// plan, which connects to no host, names the same VIM endpoints: the
+	// first master's address with the one-master warning, and the VIP
+	// without it (this was TestSeveralMasters, on a stack of its own).
+	vimServer := regexp.MustCompile(`Tacker's Kubernetes VIM \(k8s_vim\): server https://([^:]+):`)
+	plan := func(req string) (string, string) {
+		t.Helper()
+		code, out, errs, took := b.heatsible(t, "plan", "instantiate-end", "--request", req, "--package", filepath.Join(b.dir, "package"), "--stack", threeStack)
+		t.Logf("heatsible plan instantiate-end (cluster_cp_name %s): exit %d in %s", master(mustDoc(t, req))["cluster_cp_name"], code, took.Round(time.Millisecond))
+		if code != 0 {
+			t.Fatalf("plan instantiate-end: exit %d, want 0\n%s\n%s", code, tail(out, 20), tail(errs, 20))
+		}
+		m := vimServer.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("plan prints no VIM server:\n%s", out)
+		}
+		return m[1], out + errs
+	}
+	planWarning := "warning: master_node.cluster_cp_name masterNode_CP1 is the address of the master " + masters[0].Name + ", one of the cluster's 3 masters, not a VIP: " +
+		"Tacker reaches the API server through that master only, and loses it while that master is down or healed; " +
+		"give the top stack a VIP port in front of every master (Tacker's guide: vip_CP) and name it in cluster_cp_name"
+	if host, all := plan(memberReq); host != masterIPs[0] || !strings.Contains(all, planWarning) {
+		t.Errorf("plan, masterNode_CP1: VIM endpoint %s, want the first master's %s, and the warning\n%s\nin\n%s", host, masterIPs[0], planWarning, all)
+	}
+	if host, all := plan(vipReq); host != threeVIP || strings.Contains(all, "not a VIP") {
+		t.Errorf("plan, vip_CP: VIM endpoint %s, want the VIP port's %s, and no warning about one master:\n%s", host, threeVIP, all)
 	}
 
 	instantiate := func(req string) (runResult, string) {

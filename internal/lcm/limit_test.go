@@ -116,6 +116,11 @@ func TestPlanLimitAgreesWithAnsible(t *testing.T) {
 			if strings.Contains(arg, "@") {
 				t.Errorf("LimitArg(%q) = %q still names a file", limit, arg)
 			}
+			// A pattern without a file is handed on as it is: the same
+			// ansible-playbook call as above, not asked twice.
+			if arg == limit {
+				return
+			}
 			if viaArg := ansibleHosts(t, dir, arg); !slices.Equal(viaArg, want) {
 				t.Errorf("ansible-playbook --limit %q (run's): %v, with the file: %v", arg, viaArg, want)
 			}
