@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/heatsible/heatsible/collection"
 	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/hostpattern"
@@ -228,6 +229,7 @@ func runOp(ctx context.Context, o RunOptions, rec *state.Record) (_ *RunOutcome,
 		InventoryName: "hosts.yml",
 		Playbook:      files.Playbook,
 		Roles:         roles.FS,
+		Collections:   map[string]fs.FS{collection.FQCN: collection.FS},
 		GroupVars:     files.GroupVars,
 		Secrets:       files.Secrets,
 		SecretValues:  files.SecretValues,
