@@ -54,7 +54,7 @@ func TestAPIServerDown(t *testing.T) {
 	t.Run("back within the bound", func(t *testing.T) {
 		b.apiDown(t)
 		r := b.start(t, "", args...)
-		r.waitFor(t, "pv_register : Check the PV parameters", 2*time.Minute)
+		r.waitFor(t, "pv_register : Validating arguments against arg spec", 2*time.Minute)
 		time.Sleep(8 * time.Second)
 		b.apiUp()
 		up := time.Now()
@@ -70,7 +70,7 @@ func TestAPIServerDown(t *testing.T) {
 		before := b.kubectl(t, "get", "pv", "-o", "jsonpath={range .items[*]}{.metadata.name} {.metadata.resourceVersion}{\"\\n\"}{end}")
 		b.apiDown(t)
 		r := b.start(t, "", args...)
-		r.waitFor(t, "pv_register : Check the PV parameters", 2*time.Minute)
+		r.waitFor(t, "pv_register : Validating arguments against arg spec", 2*time.Minute)
 		waitStart := time.Now()
 		code, _, errs, took := r.wait(t, 3*time.Minute)
 		waited := time.Since(waitStart)

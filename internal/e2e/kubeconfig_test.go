@@ -100,7 +100,7 @@ func TestKubeconfigLayouts(t *testing.T) {
 				args = setFlag(args, tc.args[i], tc.args[i+1])
 			}
 			r := b.start(t, "", args...)
-			r.waitFor(t, "pv_register : Check the PV parameters", 2*time.Minute)
+			r.waitFor(t, "pv_register : Validating arguments against arg spec", 2*time.Minute)
 			from := time.Now()
 			code, _, errs, took := r.wait(t, 5*time.Minute)
 			after := time.Since(from)
