@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,6 +46,12 @@ func needRootAnsible(t *testing.T) string {
 // It skips without ansible-playbook or root (the roles probe as root).
 func playBook(t *testing.T, pb, vars string, env ...string) (int, string) {
 	t.Helper()
+	return playBookArgs(t, pb, vars, nil, env...)
+}
+
+// playBookArgs is playBook with more ansible-playbook arguments (--check).
+func playBookArgs(t *testing.T, pb, vars string, args []string, env ...string) (int, string) {
+	t.Helper()
 	roles := needRootAnsible(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "site.yml"), []byte(pb), 0o600); err != nil {
@@ -52,7 +59,7 @@ func playBook(t *testing.T, pb, vars string, env ...string) (int, string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "ansible-playbook", "-i", "localhost,", "-c", "local", "-e", vars, "site.yml")
+	cmd := exec.CommandContext(ctx, "ansible-playbook", append([]string{"-i", "localhost,", "-c", "local", "-e", vars, "site.yml"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(append(ansibleEnv(t), "ANSIBLE_ROLES_PATH="+roles, "ANSIBLE_LOCALHOST_WARNING=false"), env...)
 	out, err := cmd.CombinedOutput()
@@ -119,6 +126,53 @@ time.sleep(float(sys.argv[2]))`, lock, seconds)
 	vars = `{"apt_wait_locks": ["` + lock + `"], "apt_wait_timeout": 120, "apt_wait_delay": 1}`
 	if code, out = playLocal(t, "apt_wait", vars); code != 0 || !strings.Contains(out, "localhost: waited ") {
 		t.Fatalf("exit %d, want 0 after a wait:\n%s", code, out)
+	}
+}
+
+// TestAptWaitCheckMode: in check mode the probe and its line run ("would
+// wait"), and the wait and apt-get update do not: raw and command skip
+// themselves, and the reports follow their results.
+func TestAptWaitCheckMode(t *testing.T) {
+	lock := filepath.Join(t.TempDir(), "lock-frontend")
+	cmd := exec.Command("python3", "-c", `
+import ctypes, fcntl, os, sys, time
+ctypes.CDLL(None).prctl(15, b"apt-get", 0, 0, 0)
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o640)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+print("locked", flush=True)
+time.sleep(60)`, lock)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "locked\n" {
+		t.Fatalf("the lock holder did not start: %v %q", err, line)
+	}
+	pb := `- hosts: localhost
+  gather_facts: false
+  tasks:
+    - ansible.builtin.import_role: {name: apt_wait}
+    - ansible.builtin.import_role: {name: apt_wait, tasks_from: update}
+`
+	// apt_cache_valid_time 0: a real run would run apt-get update
+	vars := `{"apt_wait_locks": ["` + lock + `"], "apt_wait_timeout": 3, "apt_wait_delay": 1, "apt_cache_valid_time": 0}`
+	code, got := playBookArgs(t, pb, vars, []string{"--check"})
+	if code != 0 {
+		t.Fatalf("exit %d, want 0 (check mode waits for nothing)\n%s", code, got)
+	}
+	want := "localhost: would wait for the lock " + lock + " (held by pid " + strconv.Itoa(cmd.Process.Pid) + ", apt-get), at most 3 s"
+	if !strings.Contains(got, want) {
+		t.Errorf("the output does not say %q:\n%s", want, got)
+	}
+	for _, task := range []string{"Wait for cloud-init and the dpkg lock", "Report the wait",
+		"Refresh apt's package lists (apt-get update; a source that does not answer is left out)", "Report the apt sources that did not answer"} {
+		if !regexp.MustCompile(`TASK \[apt_wait : ` + regexp.QuoteMeta(task) + `\] \**\nskipping: \[localhost\]`).MatchString(got) {
+			t.Errorf("%q was not skipped in check mode:\n%s", task, got)
+		}
 	}
 }
 

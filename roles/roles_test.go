@@ -142,8 +142,8 @@ func TestPlaybookSyntax(t *testing.T) {
 // TestCinderVolumeRefusals runs cinder_volume on this machine (connection
 // local, no become) with inputs it must refuse, and checks each message and
 // that nothing after the refusal ran. Every case fails before anything is
-// changed: the parameter check comes first, and the probe before the device
-// check only reads (mountpoint, /etc/fstab, -b tests).
+// changed: the argument spec is checked first, and the probe before the
+// device check only reads (mountpoint, /etc/fstab, -b tests).
 func TestCinderVolumeRefusals(t *testing.T) {
 	if _, err := exec.LookPath("ansible-playbook"); err != nil {
 		t.Skip("ansible-playbook is not on PATH (CI installs Debian's ansible)")
@@ -157,16 +157,12 @@ func TestCinderVolumeRefusals(t *testing.T) {
 		task, want string
 	}{
 		{
-			"export outside every volume",
-			`{"cinder_volumes": [{"id": "v1", "mount_to": "/volume"}], "nfs_exports": [{"dir": "/volume/nfs/a"}, {"dir": "/srv/out"}]}`,
-			"Check the volume and export parameters",
-			`export directories ['/srv/out'] are not under any volume mount point (['/volume']): their data would live on the server's root disk and be lost when it is healed. Set cinder_volume_allow_export_outside_volumes=true if you really mean it.`,
-		},
-		{
-			"mount_to not absolute",
-			`{"cinder_volumes": [{"id": "v1", "mount_to": "volume"}], "nfs_exports": [{"dir": "/volume/a"}]}`,
-			"Check the volume and export parameters",
-			`it needs an absolute mount_to`,
+			// the role's interface (meta/argument_specs.yml); the request's
+			// rules (absolute, under a volume, ...) are heatsible's
+			"mount_to missing",
+			`{"cinder_volumes": [{"id": "v1"}], "nfs_exports": [{"dir": "/volume/a"}]}`,
+			"Validating arguments against arg spec 'main'",
+			`missing required arguments: mount_to found in cinder_volumes`,
 		},
 		{
 			"no block device",

@@ -87,8 +87,8 @@ func TestRefusalMarker(t *testing.T) {
 			`{"cinder_volumes": [{"id": "0123456789abcdef0123456789", "device": "/dev/hs-no-such-device", "mount_to": "/hs-no-such-mount"}], "nfs_exports": [{"dir": "/hs-no-such-mount/a"}]}` + "\n",
 			fail.Refused, "cinder_volume : Refuse disks that are not provably the volume", "no block device found for volume 0123456789abcdef0123456789 ", true},
 		{"cinder_volume: bad parameter", roles.FS, cinderPlay,
-			`{"cinder_volumes": [{"id": "v1", "mount_to": "volume"}], "nfs_exports": [{"dir": "/volume/a"}]}` + "\n",
-			fail.HostFailed, "cinder_volume : Check the volume and export parameters", "it needs an absolute mount_to", false},
+			`{"cinder_volumes": [{"id": "v1"}], "nfs_exports": [{"dir": "/volume/a"}]}` + "\n",
+			fail.HostFailed, "cinder_volume : Validating arguments against arg spec 'main'", "missing required arguments: mount_to found in cinder_volumes", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

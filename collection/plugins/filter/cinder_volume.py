@@ -26,10 +26,6 @@ import re
 
 STATE_VERSION = 1
 
-# Cinder volume ids are UUIDs; anything else must not reach a path.
-_ID = re.compile(r'^[0-9A-Za-z][0-9A-Za-z-]{0,63}$')
-
-
 def cinder_volume_byid_names(volume_id):
     """The /dev/disk/by-id names udev gives a disk whose serial is the
     volume id, for the buses Nova's libvirt driver attaches volumes with:
@@ -74,55 +70,6 @@ def cinder_volume_probe_argv(volumes, exports, state_file):
         if e['dir'] not in seen:
             seen.append(e['dir'])
     return argv + seen
-
-
-def _is_list(x):
-    return isinstance(x, (list, tuple))
-
-
-def cinder_volume_param_problems(volumes, exports, allow_outside=False):
-    """Every problem with the role's parameters, one message each."""
-    out = []
-    if not _is_list(volumes):
-        return ['cinder_volumes must be a list: %s' % (volumes,)]
-    for v in volumes:
-        ok = isinstance(v, dict) and isinstance(v.get('mount_to'), str) \
-            and re.match(r'^/[^\s]*[^/\s]$', v['mount_to']) is not None \
-            and (str(v.get('id') or '') != '' or str(v.get('device') or '') != '')
-        if not ok:
-            out.append('cinder_volumes entry %s is invalid: it needs an absolute mount_to'
-                       ' (not "/", no blanks, no trailing slash) and an id or a device.' % (v,))
-            continue
-        vid = str(v.get('id') or '')
-        if vid and not _ID.match(vid):
-            out.append("cinder_volumes entry %s is invalid: id '%s' is not a Cinder volume id"
-                       ' (letters, digits and dashes).' % (v, vid))
-        dev = str(v.get('device') or '')
-        if dev and (not dev.startswith('/dev/') or re.search(r'[\s\'"\\;|&$`]|/\.\./', dev)):
-            out.append("cinder_volumes entry %s is invalid: device '%s' is not a /dev path." % (v, dev))
-    if out:
-        return out
-    mounts = [v['mount_to'] for v in volumes]
-    if len(set(mounts)) != len(mounts):
-        out.append('two cinder_volumes entries have the same mount_to: %s.' % (mounts,))
-    if not _is_list(exports) or any(not isinstance(e, dict) or not isinstance(e.get('dir'), str)
-                                    or not e['dir'].startswith('/') for e in exports):
-        out.append('every nfs_exports entry needs an absolute dir: %s' % (exports,))
-        return out
-    if out or allow_outside:
-        return out
-    outside = []
-    for e in exports:
-        d = e['dir']
-        if d in outside:
-            continue
-        if not any(d == m or d.startswith(m + '/') for m in mounts):
-            outside.append(d)
-    if outside:
-        out.append("export directories %s are not under any volume mount point (%s): their data would live on"
-                   " the server's root disk and be lost when it is healed. Set"
-                   " cinder_volume_allow_export_outside_volumes=true if you really mean it." % (outside, mounts))
-    return out
 
 
 def _majmin_hex(s):
@@ -348,6 +295,5 @@ class FilterModule(object):
         return {
             'cinder_volume_byid_names': cinder_volume_byid_names,
             'cinder_volume_probe_argv': cinder_volume_probe_argv,
-            'cinder_volume_param_problems': cinder_volume_param_problems,
             'cinder_volume_plan': cinder_volume_plan,
         }

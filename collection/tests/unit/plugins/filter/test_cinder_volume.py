@@ -77,24 +77,6 @@ class ByIdNames(unittest.TestCase):
         self.assertEqual(argv[-3:], ['--dirs', '/volume/a', '/volume/b'])
 
 
-class Params(unittest.TestCase):
-    def test_hostile_id(self):
-        p = one(cv.cinder_volume_param_problems([{'id': '../../sda', 'mount_to': '/volume'}], [{'dir': '/volume/a'}]))
-        self.assertIn("id '../../sda' is not a Cinder volume id", p)
-
-    def test_bad_device(self):
-        p = one(cv.cinder_volume_param_problems([{'id': VID, 'device': '/tmp/x', 'mount_to': '/volume'}], []))
-        self.assertIn("device '/tmp/x' is not a /dev path", p)
-
-    def test_outside(self):
-        p = one(cv.cinder_volume_param_problems(VOLUMES, [{'dir': '/volume/a'}, {'dir': '/srv/out'}]))
-        self.assertIn("export directories ['/srv/out'] are not under any volume mount point", p)
-        self.assertEqual(cv.cinder_volume_param_problems(VOLUMES, [{'dir': '/srv/out'}], True), [])
-
-    def test_equal_to_mount_point_is_inside(self):
-        self.assertEqual(cv.cinder_volume_param_problems(VOLUMES, [{'dir': '/volume'}]), [])
-
-
 class Plan(unittest.TestCase):
     def test_blank_identified_by_id_is_formatted(self):
         p = plan(recorded('bed_blank'))
