@@ -207,3 +207,21 @@ func TestPasswordsAnyPrintable(t *testing.T) {
 		}
 	}
 }
+
+// TestGaneshaExportID: the Export_Id roles/nfs_server derives from a path
+// (its filter nfs_server_table; roles/nfs_server/tests asserts the same
+// numbers), so that the clash check here is about the ids ganesha gets.
+func TestGaneshaExportID(t *testing.T) {
+	for _, tc := range []struct {
+		dir  string
+		want int
+	}{
+		{"/volume/nfs/pv1", 11071},
+		{"/volume/nfs/pv103", 43213},
+		{"/volume/nfs/pv148", 43213},
+	} {
+		if got := ganeshaExportID(tc.dir); got != tc.want {
+			t.Errorf("ganeshaExportID(%q) = %d, want %d", tc.dir, got, tc.want)
+		}
+	}
+}

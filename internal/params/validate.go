@@ -1,10 +1,13 @@
 package params
 
 import (
+	"crypto/sha1"
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -309,8 +312,55 @@ func validateStorage(ps *Problems, p string, s *StorageServer) {
 					ps.add(ep+".export_options", "has the option %s; write comma-separated NFS export options such as rw,sync,no_subtree_check (no spaces or parentheses)", quote(o))
 					break
 				}
+				if s.NFSServerImpl == "ganesha" && !ganeshaOption(o) {
+					ps.add(ep+".export_options", "has the option %s, which nfs-ganesha cannot honour (it would serve something other than what was asked). "+
+						"Translated: %s; ignored (no meaning for ganesha): %s", quote(o), strings.Join(ganeshaTranslated, ", ")+", anonuid=, anongid=", strings.Join(ganeshaIgnored, ", ")+", fsid=")
+				}
 			}
 		}
+	}
+	if s.NFSServerImpl == "ganesha" {
+		checkganeshaExportIDs(ps, p, s.NFSServerSetupParams)
+	}
+}
+
+// The export options roles/nfs_server translates into ganesha.conf
+// (templates/ganesha.conf.j2), and those it ignores because they have no
+// meaning for ganesha; anonuid=/anongid= (digits) and fsid= are accepted
+// too. Any other option is refused: ganesha has no exports(5) parser.
+var (
+	ganeshaTranslated = []string{"ro", "rw", "root_squash", "no_root_squash", "all_squash", "no_all_squash", "secure", "insecure", "sec=sys"}
+	ganeshaIgnored    = []string{"sync", "async", "no_subtree_check", "subtree_check", "wdelay", "no_wdelay", "hide", "nohide", "crossmnt", "no_acl"}
+	ganeshaAnon       = regexp.MustCompile(`^anon(uid|gid)=[0-9]+$`)
+)
+
+func ganeshaOption(o string) bool {
+	return slices.Contains(ganeshaTranslated, o) || slices.Contains(ganeshaIgnored, o) || ganeshaAnon.MatchString(o) || strings.HasPrefix(o, "fsid=")
+}
+
+// ganeshaExportID is the Export_Id roles/nfs_server gives a directory in
+// ganesha.conf (its filter nfs_server_table): from the path, so that it
+// stays when exports are added or reordered (NFSv3 file handles carry it).
+func ganeshaExportID(dir string) int {
+	sum := sha1.Sum([]byte(dir))
+	return int(binary.BigEndian.Uint32(sum[:4])%65534) + 1
+}
+
+// checkganeshaExportIDs refuses two directories whose Export_Ids clash:
+// ganesha would not start.
+func checkganeshaExportIDs(ps *Problems, p string, exports []NFSExport) {
+	ids := map[int]int{}
+	for i, e := range exports {
+		if e.ExportDir == "" {
+			continue
+		}
+		id := ganeshaExportID(e.ExportDir)
+		if j, dup := ids[id]; dup && exports[j].ExportDir != e.ExportDir {
+			ps.add(fmt.Sprintf("%s.nfs_server_setup_params[%d].export_dir", p, i), "%s has the ganesha Export_Id %d of nfs_server_setup_params[%d].export_dir %s (both derived from the path); rename one of the two directories",
+				quote(e.ExportDir), id, j, quote(exports[j].ExportDir))
+			continue
+		}
+		ids[id] = i
 	}
 }
 
