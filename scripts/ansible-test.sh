@@ -36,6 +36,11 @@ trap 'rm -rf "$tmp"' EXIT
 dst=$tmp/ansible_collections/heatsible/nfv
 mkdir -p "$dst" "$tmp/bin"
 tar -C "$src" --exclude=./tests/output --exclude=__pycache__ --exclude='*.pyc' -cf - . | tar -C "$dst" -xf -
+# the unit tests that run a role's own file (a probe script, a template)
+# find roles/ upwards of their real path, beside collection/ (helpers.py):
+# the repository's, linked beside the copy
+ln -s "$PWD/roles" "$tmp/roles"
+ln -s "$PWD/$src" "$tmp/collection"
 
 at() { # ansible-test with the venv's HOME and PATH, in the collection's copy
   (cd "$dst" && HOME=$venv/home PATH=$venv/bin:$tmp/bin:$PATH "$venv/bin/ansible-test" "$@" --local --color no)
