@@ -62,7 +62,7 @@ phase "TestTacker on the bed (every scenario through the bed's Tacker); beside i
 side_log=$(mktemp)
 (
   set -e
-  phase "(beside TestTacker) the roles' filter plugins and host-side scripts (Python unit tests, roles/*/tests and roles/filter_tests)"
+  phase "(beside TestTacker) the roles' filter plugins and host-side scripts (Python unit tests, collection/tests/unit and roles/*/tests)"
   make --no-print-directory role-tests
   phase "(beside TestTacker) the collection heatsible.nfv: ansible-test units (ansible-core 2.19, scripts/ansible-test.sh)"
   scripts/ansible-test.sh units

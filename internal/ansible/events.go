@@ -59,8 +59,8 @@ type Event struct {
 }
 
 // RefusedKey is the result key of a task that refused for safety: the
-// roles' heatsible_refuse action (action_plugins/heatsible_refuse.py in
-// each role) sets it to true.
+// roles' heatsible.nfv.refuse action (collection/plugins/action/refuse.py)
+// sets it to true.
 const RefusedKey = "heatsible_refused"
 
 // refusedResult reports whether a failed task's result (or, for a loop,

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/heatsible/heatsible/collection"
 	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/hostpattern"
@@ -228,6 +229,7 @@ func runOp(ctx context.Context, o RunOptions, rec *state.Record) (_ *RunOutcome,
 		InventoryName: "hosts.yml",
 		Playbook:      files.Playbook,
 		Roles:         roles.FS,
+		Collections:   map[string]fs.FS{collection.FQCN: collection.FS},
 		GroupVars:     files.GroupVars,
 		Secrets:       files.Secrets,
 		SecretValues:  files.SecretValues,
@@ -624,7 +626,7 @@ func playbookExit(res *ansible.Result, err error) int {
 }
 
 // refused reports whether a role refused for safety on purpose: a task
-// failed with the roles' refusal marker (the heatsible_refuse action, e.g.
+// failed with the roles' refusal marker (the heatsible.nfv.refuse action, e.g.
 // pv_register with a Bound PV), whatever the task is called. Exit code
 // Refused, not HostFailed, so a hook can tell "fix the cluster first" from
 // "broken"; a task that merely fails is HostFailed, whatever its name.
