@@ -53,7 +53,7 @@ type Event struct {
 	// mode), when --diff is on and the module supports it.
 	Diff string `json:"diff,omitempty"`
 	// Refused: the task refused for safety on purpose (the roles'
-	// heatsible_refuse action sets heatsible_refused in its result),
+	// heatsible.nfv.refuse action sets heatsible_refused in its result),
 	// whatever its name. See docs/hooks.md.
 	Refused bool `json:"refused,omitempty"`
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -108,11 +109,14 @@ func imports(t *testing.T) map[string][]string {
 	for dec.More() {
 		var p struct {
 			ImportPath string
+			Dir        string
+			GoFiles    []string
 			Imports    []string
 		}
 		if err := dec.Decode(&p); err != nil {
 			t.Fatal(err)
 		}
+		track(t, p.Dir, p.GoFiles)
 		name := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
 		if name == "" {
 			name = "." // the module root
@@ -126,6 +130,25 @@ func imports(t *testing.T) map[string][]string {
 		all[name] = deps
 	}
 	return all
+}
+
+// track opens dir and stats its Go files, so that go test's cache knows
+// this test read them: go list, which reads them for it, runs in another
+// process, and without this a new import (or a new file) would leave the
+// cached "ok" standing.
+func track(t *testing.T, dir string, files []string) {
+	t.Helper()
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = d.Readdirnames(-1)
+	d.Close()
+	for _, f := range files {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // check returns every way the code and the picture disagree.

@@ -303,3 +303,78 @@ func TestParsePlaybook(t *testing.T) {
 		t.Error("a playbook that is not YAML must be an error")
 	}
 }
+
+// TestParsePlaybookForms: each way a play can say its hosts, tags, roles
+// and tasks, and the plays that are errors.
+func TestParsePlaybookForms(t *testing.T) {
+	for _, c := range []struct {
+		name, yaml string
+		want       Play
+		err        string
+	}{
+		{"hosts as a list", "- hosts: [nfs_server, kube_node]\n", Play{Hosts: "nfs_server,kube_node"}, ""},
+		{"tags as a string", "- hosts: all\n  tags: 'a, b ,,c'\n", Play{Hosts: "all", Tags: []string{"a", "b", "c"}}, ""},
+		{"role by name:, tags as a string", "- hosts: all\n  roles:\n    - {name: k8s_vim, tags: k8s_vim}\n",
+			Play{Hosts: "all", Roles: []Role{{Name: "k8s_vim", Tags: []string{"k8s_vim"}}}}, ""},
+		{"tasks in every section, unnamed", "- hosts: all\n  pre_tasks: [{name: first}]\n  tasks: [{ansible.builtin.ping: {}}]\n  post_tasks: [{name: last}]\n",
+			Play{Hosts: "all", Tasks: []string{"first", "(unnamed task)", "last"}}, ""},
+		{"import by its short name, named", "- name: cluster\n  import_playbook: cluster.yml\n", Play{Name: "cluster", Import: "cluster.yml"}, ""},
+		{"import, unnamed", "- import_playbook: cluster.yml\n", Play{Name: "import cluster.yml", Import: "cluster.yml"}, ""},
+		{"no hosts", "- name: lost\n  roles: [nfs_client]\n", Play{}, "play 1 (lost) has no hosts"},
+		{"not a list of plays", "hosts: all\n", Play{}, "parsing the rendered playbook"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			plays, err := ParsePlaybook([]byte(c.yaml))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || len(plays) != 1 {
+				t.Fatalf("%+v, %v: want one play", plays, err)
+			}
+			got, _ := json.Marshal(plays[0])
+			want, _ := json.Marshal(c.want)
+			if string(got) != string(want) {
+				t.Errorf("play %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+// TestParseInventoryForms: an empty inventory has no hosts; what is not a
+// mapping of groups, or not YAML, is an error; --limit's errors reach
+// ResolveLimit's caller.
+func TestParseInventoryForms(t *testing.T) {
+	for _, c := range []struct {
+		name, yaml string
+		hosts      []string
+		err        string
+	}{
+		{"empty", "", nil, ""},
+		{"one group", "all:\n  hosts:\n    a: {}\n", []string{"a"}, ""},
+		{"a list", "- all\n", nil, "not a YAML mapping of groups"},
+		{"not YAML", "all: [\n", nil, "parsing the inventory"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			inv, err := ParseInventory([]byte(c.yaml))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(inv.Hosts(), c.hosts) {
+				t.Fatalf("hosts %v, %v; want %v", inv.Hosts(), err, c.hosts)
+			}
+		})
+	}
+	inv, err := ParseInventory([]byte(inventory))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inv.ResolveLimit("@" + filepath.Join(t.TempDir(), "missing")); err == nil || !strings.Contains(err.Error(), "cannot read the limit file") {
+		t.Errorf("ResolveLimit of a missing file: %v", err)
+	}
+}

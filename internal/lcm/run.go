@@ -114,7 +114,7 @@ func Run(ctx context.Context, o RunOptions) (*RunOutcome, error) {
 		log = slog.Default()
 	}
 	rec := newRecord(o, log, time.Now())
-	o.OnEvent = rec.OnEvent(o.OnEvent)
+	o.OnEvent = recordEvents(rec, o.OnEvent)
 	defer interrupt.Track(ctx, interrupt.Leftover{Now: rec.Abandon})()
 	if err := ctx.Err(); err != nil { // interrupted before it started: start nothing
 		return finishRecord(rec, nil, interrupt.Err(ctx, err))
@@ -264,7 +264,7 @@ func runOp(ctx context.Context, o RunOptions, rec *state.Record) (_ *RunOutcome,
 			d = dialResult{c, err, since(began)}
 		}
 		if d.err != nil {
-			return nil, fail.With(sshExit(d.err), fmt.Errorf("connecting to the Ansible host: %w", d.err))
+			return nil, fmt.Errorf("connecting to the Ansible host: %w", d.err)
 		}
 		client := d.client
 		defer client.Close()
@@ -273,18 +273,18 @@ func runOp(ctx context.Context, o RunOptions, rec *state.Record) (_ *RunOutcome,
 		runner, fileOps = remoteRunner, remoteRunner
 		// The cluster's lock on the Ansible host, for the whole remote
 		// run: the lock above cannot see another machine.
-		h := lock.Holder()
+		h := ansible.Holder(lock.Holder())
 		h.Record = rec.Dir()
 		locked := time.Now()
 		remoteLock, err = remoteRunner.Lock(ctx, t.Cluster, h, o.BreakLock)
 		if err != nil {
-			return nil, fail.With(lockExit(err), err)
+			return nil, err
 		}
 		log.Debug("took the cluster's lock on the Ansible host", "took", since(locked))
 		defer func() {
 			if err := releaseRemote(remoteLock, removeLock, *sshCfg, t.Cluster, o, log); err != nil {
-				if runErr != nil {
-					runErr = fmt.Errorf("%w; %w", runErr, err)
+				if runErr != nil { // the run's exit code, not the release's
+					runErr = fail.With(fail.Code(runErr), fmt.Errorf("%w; %w", runErr, err))
 				} else {
 					log.Warn(err.Error())
 				}
@@ -339,7 +339,7 @@ func runOp(ctx context.Context, o RunOptions, rec *state.Record) (_ *RunOutcome,
 		return out, fail.With(fail.Unreachable, fmt.Errorf("%w; the run was stopped, so that no other run overlaps it: the nodes may be half-configured, re-run the operation (it is idempotent)", cause))
 	}
 	if err != nil {
-		return out, fail.With(playbookExit(ph.result, err), err)
+		return out, err
 	}
 	if ph.emptyPlaybook {
 		// Ansible warns and exits 0 when no host matches; for heatsible
@@ -616,46 +616,6 @@ func ansibleHost(req *params.Request, o RunOptions, khPath string) (*remote.Conf
 	return cfg, nil
 }
 
-// playbookExit is the exit code of a run whose phases ended with err:
-// Refused when a role refused for safety, else what runExit says.
-func playbookExit(res *ansible.Result, err error) int {
-	if refused(res) {
-		return fail.Refused
-	}
-	return runExit(err)
-}
-
-// refused reports whether a role refused for safety on purpose: a task
-// failed with the roles' refusal marker (the heatsible.nfv.refuse action, e.g.
-// pv_register with a Bound PV), whatever the task is called. Exit code
-// Refused, not HostFailed, so a hook can tell "fix the cluster first" from
-// "broken"; a task that merely fails is HostFailed, whatever its name.
-func refused(res *ansible.Result) bool {
-	if res == nil {
-		return false
-	}
-	for _, e := range res.Events {
-		if e.Kind == ansible.KindResult && e.Refused {
-			return true
-		}
-	}
-	return false
-}
-
-// lockExit is the exit code of a refused or failed lock on the Ansible
-// host.
-func lockExit(err error) int {
-	switch {
-	case errors.Is(err, ansible.ErrLockBusy), errors.Is(err, ansible.ErrLockStale), errors.Is(err, ansible.ErrNoFlock):
-		return fail.Refused
-	case errors.Is(err, context.Canceled):
-		return fail.Interrupted
-	case errors.Is(err, remote.ErrUnreachable), errors.Is(err, remote.ErrSessionEnded):
-		return fail.Unreachable
-	}
-	return fail.Internal
-}
-
 // watchRemoteLock stops the run (stop, with ErrLockLost) when the session
 // holding the cluster's lock on the Ansible host ends while the run goes
 // on over a live connection: someone killed it there, and another run
@@ -724,33 +684,4 @@ func releaseRemote(l *ansible.RemoteLock, remove bool, cfg remote.Config, cluste
 		log.Debug("the cluster's lock record on the Ansible host no longer names this run, or another run holds the lock", "host", cfg.Address)
 	}
 	return nil
-}
-
-func sshExit(err error) int {
-	var hk *remote.HostKeyError
-	if errors.As(err, &hk) || errors.Is(err, remote.ErrUnreachable) {
-		return fail.Unreachable
-	}
-	if errors.Is(err, context.Canceled) {
-		return fail.Interrupted
-	}
-	return fail.Unreachable
-}
-
-func runExit(err error) int {
-	switch {
-	case errors.Is(err, context.Canceled):
-		return fail.Interrupted
-	case errors.Is(err, ansible.ErrUnreachable), errors.Is(err, remote.ErrUnreachable), errors.Is(err, ansible.ErrLockLost):
-		return fail.Unreachable
-	case errors.Is(err, ansible.ErrHostFailed):
-		return fail.HostFailed
-	}
-	var hk *remote.HostKeyError
-	if errors.As(err, &hk) {
-		return fail.Unreachable
-	}
-	// ErrPlaybook (ansible-playbook failed with no host to blame: a syntax
-	// error, a bad option) is heatsible's bug: Internal.
-	return fail.Internal
 }
