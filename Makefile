@@ -6,15 +6,17 @@ GOFLAGS  ?=
 export GOTOOLCHAIN := local
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps unit role-tests test e2e e2e-repeat lint demo clean bench-agent bench bench-plot matrix matrix-unit
+.PHONY: help build deps unit role-tests ansible-units ansible-sanity test e2e e2e-repeat lint demo clean bench-agent bench bench-plot matrix matrix-unit
 
 help:
 	@echo "make build          build $(BIN)"
 	@echo "make demo           install deps, bring the test bed up, run heatsible on it (fresh machine: ~20 min the first time)"
 	@echo "make test           everything: deps, test bed, unit + e2e tests, smoke, lint"
-	@echo "make unit           unit tests only (no test bed)"
+	@echo "make unit           unit tests only (no test bed): go test, the roles' Python tests, ansible-units"
+	@echo "make ansible-units  the collection heatsible.nfv's unit tests: ansible-test units (ansible-core 2.19 from PyPI, cached venv)"
+	@echo "make ansible-sanity the collection's ansible-test sanity (part of make lint)"
 	@echo "make e2e-repeat TEST=TestX N=10   one end-to-end test N times in a row on the running bed (flake hunting)"
-	@echo "make lint           gofmt, go vet, ansible-lint, shellcheck"
+	@echo "make lint           gofmt, go vet, ansible-lint, shellcheck, ansible-test sanity on the collection"
 	@echo "make bench          heatsible against the sequential baseline on the test bed, N = BENCH_SIZES (default 2 8 16 32 64); TACKER_SRC=DIR adds Tacker's sample driver"
 	@echo "make bench-plot     redraw bench/results.svg from bench/results.json"
 	@echo "make bench-agent    heatsible's own overhead on a synthetic 500-node cluster (no hosts)"
@@ -29,7 +31,7 @@ deps:
 	scripts/deps.sh
 
 # Unit tests: no test bed. Tests that need one skip with the reason.
-unit: role-tests
+unit: role-tests ansible-units
 	$(GO) test ./...
 
 # The Python tests: the collection heatsible.nfv's plugins (filters run on
@@ -44,6 +46,18 @@ role-tests:
 	  for d in collection/tests/unit/plugins/* roles/*/tests; do [ -d "$$d" ] || continue; \
 	  PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$$t" $(PYTHON) -m unittest discover -s "$$d" || exit 1; done
 
+# The collection heatsible.nfv (collection/) under ansible-test, ansible-core
+# 2.19's, from PyPI: scripts/ansible-test.sh lays a copy of it at
+# ansible_collections/heatsible/nfv in a temporary directory and runs it
+# --local in the cached venv `ansible-test` of testbed/ansible/venvs.sh (no
+# Docker). Sanity under Python 3.11, and compile + import under 3.8 and 3.12
+# when the machine has them (the module side's other hosts).
+ansible-units:
+	scripts/ansible-test.sh units
+
+ansible-sanity:
+	scripts/ansible-test.sh sanity
+
 # Everything, on a fresh machine too: the README's test command and what CI runs.
 test: deps build
 	scripts/test-all.sh
@@ -56,6 +70,7 @@ test: deps build
 # behind them. The path names the tree's ansible_collections/ itself, which
 # Ansible takes as the tree: Debian's ansible-lint 6.13 loads collections,
 # under ansible-core 2.14, from the directory above ANSIBLE_COLLECTIONS_PATH.
+# Then the collection's ansible-test sanity (scripts/ansible-test.sh).
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
 	$(GO) vet ./...
@@ -64,6 +79,7 @@ lint:
 	  echo "ANSIBLE_COLLECTIONS_PATH=$$t/ansible_collections ansible-lint --offline -c .ansible-lint roles/*/" && \
 	  ANSIBLE_COLLECTIONS_PATH="$$t/ansible_collections" ansible-lint --offline -c .ansible-lint roles/*/
 	shellcheck -x scripts/*.sh bench/*.sh testbed/bin/bed testbed/*/*.sh testbed/kubeadm/kubelet .ci/run roles/*/files/*.sh
+	scripts/ansible-test.sh sanity
 
 # One end-to-end test N times in a row on the running bed (scripts/e2e-repeat.sh).
 N ?= 5

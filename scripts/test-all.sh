@@ -20,10 +20,12 @@ phase "test bed up, and beside it the Ansibles the tests run (venvs from PyPI, c
 # the disk): on a fresh machine they cost 227 s (1.9 GB, no pip cache) on
 # their own; cached, about 1 s. core-2.19 and lint: the 2.19 phase below;
 # core-2.19-bare and kubespray-2.16 (Ansible 2.9): TestAnsibleRefused; the
-# kubespray pins: TestKubesprayAnsibleSplit (both skip without them). The bed
-# binds the cache's directory into the Ansible host: it sees them when built.
+# kubespray pins: TestKubesprayAnsibleSplit (both skip without them);
+# ansible-test: the collection's sanity (make lint) and unit tests, beside
+# TestTacker (74 s more on a fresh machine, 135 MB). The bed binds the
+# cache's directory into the Ansible host: it sees them when built.
 venv_log=$(mktemp)
-testbed/ansible/venvs.sh build core-2.19 lint core-2.19-bare kubespray-2.16 kubespray-2.27 kubespray-2.29 ansible-11.13.0 > "$venv_log" 2>&1 &
+testbed/ansible/venvs.sh build core-2.19 lint core-2.19-bare kubespray-2.16 kubespray-2.27 kubespray-2.29 ansible-11.13.0 ansible-test > "$venv_log" 2>&1 &
 venv_pid=$!
 testbed/bin/bed up
 
@@ -70,17 +72,20 @@ go test -p 1 -count=1 -timeout 40m -v -skip '^TestTacker$' ./internal/e2e
 # What needs neither the bed nor the machine to itself runs beside TestTacker
 # (the longest end-to-end test, its waits bounded at 10-15 min per Tacker
 # operation, so it has nothing that a busier machine makes fail): the roles'
-# Python tests, the 2.19 phase, the Tacker shim's and v2 script's unit tests
-# and the linters. Their output comes after TestTacker's, in their order.
+# Python tests, the collection's unit tests (ansible-test units), the 2.19
+# phase, the Tacker shim's and v2 script's unit tests and the linters (with
+# the collection's ansible-test sanity). Their output comes after TestTacker's, in their order.
 # Measured on 2026-11-28 (docs/development.md): both passed; TestTacker's
 # operations were slower while these ran, so the overlap saves their time
 # less that.
-phase "TestTacker on the bed (every scenario through the bed's Tacker); beside it: role tests, the 2.19 phase, contrib's unit tests, lint"
+phase "TestTacker on the bed (every scenario through the bed's Tacker); beside it: role tests, ansible-test units, the 2.19 phase, contrib's unit tests, lint"
 side_log=$(mktemp)
 (
   set -e
   phase "(beside TestTacker) the roles' filter plugins and host-side scripts (Python unit tests, collection/tests/unit and roles/*/tests)"
   make --no-print-directory role-tests
+  phase "(beside TestTacker) the collection heatsible.nfv: ansible-test units (ansible-core 2.19, scripts/ansible-test.sh)"
+  scripts/ansible-test.sh units
   phase "(beside TestTacker) the newest ansible-core (2.19) and ansible-lint: role and event-parser tests (make matrix-unit runs every version, and lcm, redact, report, cmd, external-lb under each)"
   MATRIX_P=2 MATRIX_MORE=0 testbed/ansible/matrix.sh unit core-2.19
   phase "(beside TestTacker) contrib: the Tacker MgmtDriver shim (against a fake heatsible)"
@@ -93,7 +98,7 @@ side_log=$(mktemp)
   fi
   phase "(beside TestTacker) contrib: the Tacker v2 script (Tacker's own v2 code around it, a fake heatsible)"
   scripts/test-tacker-v2.sh
-  phase "(beside TestTacker) lint"
+  phase "(beside TestTacker) lint (gofmt, go vet, ansible-lint, shellcheck, ansible-test sanity)"
   make --no-print-directory lint
   phase "(beside TestTacker) done"
 ) > "$side_log" 2>&1 &

@@ -17,6 +17,7 @@
 # last) matches what this script would build; anything else is rebuilt.
 set -euo pipefail
 
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE=${HEATSIBLE_CACHE:-/var/cache/heatsible}
 DIR=$CACHE/ansible
 PY=${HEATSIBLE_VENV_PYTHON:-/usr/bin/python3}
@@ -62,8 +63,16 @@ declare -A SPEC=(
   [mitogen-2.14]="mitogen core 2.14.18 +ansible 7.7.0 pip mitogen==0.3.54"
   # the newest ansible-lint, under the newest ansible-core
   [lint]="core 2.19.14 +ansible 12.3.0 pip ansible-lint==26.10.1"
+  # ansible-test (the newest ansible-core's) for the collection's sanity and
+  # unit tests (scripts/ansible-test.sh), run --local: pytest and the plugins
+  # `ansible-test units` needs here (units.txt of ansible-test's requirements,
+  # pinned); "ansible-test" primes the virtualenvs ansible-test makes itself
+  # for each sanity test (pylint, pycodestyle, yamllint, voluptuous... at
+  # ansible-test's own pins) under the venv's home/ (ansible-test keeps them
+  # in ~/.ansible/test: scripts/ansible-test.sh runs it with that HOME)
+  [ansible-test]="ansible-test core 2.19.14 pip pytest==9.2.0 pytest-xdist==3.8.0 pytest-mock==3.17.0 mock==5.2.0"
 )
-NAMES=(core-2.14 core-2.15 core-2.16 core-2.17 core-2.18 core-2.19 core-2.19-bare ansible-11.13.0 kubespray-2.29 kubespray-2.27 kubespray-2.16 mitogen-2.14 lint)
+NAMES=(core-2.14 core-2.15 core-2.16 core-2.17 core-2.18 core-2.19 core-2.19-bare ansible-11.13.0 kubespray-2.29 kubespray-2.27 kubespray-2.16 mitogen-2.14 lint ansible-test)
 COLLECTIONS=(ansible/posix community/general)
 
 log() { printf '[venvs %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
@@ -89,10 +98,11 @@ ansible_wheel() { # VERSION -> path of the wheel
 build() {
   local n=$1 d=$DIR/$1 t0=$SECONDS
   # shellcheck disable=SC2206  # the spec is words
-  local words=(${SPEC[$n]}) pip=() colls="" binary=(--only-binary=:all:) mitogen=0
+  local words=(${SPEC[$n]}) pip=() colls="" binary=(--only-binary=:all:) mitogen=0 anstest=0
   while [ ${#words[@]} -gt 0 ]; do
     case ${words[0]} in
       mitogen) mitogen=1; words=("${words[@]:1}") ;;
+      ansible-test) anstest=1; words=("${words[@]:1}") ;;
       core) pip+=("ansible-core==${words[1]}"); words=("${words[@]:2}") ;;
       +ansible) colls=${words[1]}; words=("${words[@]:2}") ;;
       pip) pip+=("${words[@]:1}"); words=() ;;
@@ -130,11 +140,37 @@ EOF
       "$strat" "$d/bin/ansible-playbook.real" > "$d/bin/ansible-playbook"
     chmod 755 "$d/bin/ansible-playbook"
   fi
+  if [ "$anstest" = 1 ]; then
+    prime_ansible_test "$d" || { rm -rf "$d"; die "$n: priming ansible-test's sanity virtualenvs failed"; }
+  fi
   # byte-compile now: in a host the venv is read-only to the user who runs it
   "$d/bin/python" -m compileall -q "$d/lib" >/dev/null 2>&1 || true
   chmod -R a+rX,go-w "$d"
   want_stamp "$n" > "$d/$STAMP"
   log "$n: built in $((SECONDS - t0)) s ($(du -sh "$d" | cut -f1)): $("$d/bin/ansible-playbook" --version | sed -n 1p)"
+}
+
+# ansible-test makes a virtualenv of its own for each sanity test that needs
+# packages, in ~/.ansible/test/venv, and bootstraps pip into each with a
+# script from ci-files.testing.ansible.com, which this machine cannot reach:
+# lay ansible-test-get-pip.py (installs the pip wheel beside it) where
+# ansible-test caches that script, with the pip wheel it wants from PyPI,
+# then have ansible-test make them all (--prime-venvs) in an empty collection,
+# HOME being the venv's home/ (scripts/ansible-test.sh runs it so).
+prime_ansible_test() { # VENV_DIR
+  local d=$1 home=$1/home pipv cache tmp rc=0
+  pipv=$("$d/bin/python" -c 'import types; from ansible_test._internal.python_requirements import get_venv_packages as g; print(g(types.SimpleNamespace(version="3.11"))["pip"])') || return 1
+  cache=$home/.ansible/test/cache
+  mkdir -p "$cache"
+  "$d/bin/python" -m pip download -q --no-deps --only-binary=:all: -d "$cache" "pip==$pipv" >&2 || return 1
+  cp "$HERE/ansible-test-get-pip.py" "$cache/get_pip_${pipv//./_}.py"
+  tmp=$(mktemp -d)
+  mkdir -p "$tmp/ansible_collections/heatsible/prime/meta"
+  printf 'namespace: heatsible\nname: prime\nversion: 0.0.1\nreadme: README.md\nauthors: [heatsible]\n' > "$tmp/ansible_collections/heatsible/prime/galaxy.yml"
+  printf 'requires_ansible: ">=2.14.0"\n' > "$tmp/ansible_collections/heatsible/prime/meta/runtime.yml"
+  (cd "$tmp/ansible_collections/heatsible/prime" && HOME=$home PATH=$d/bin:$PATH "$d/bin/ansible-test" sanity --prime-venvs --local --python 3.11 --color no >&2) || rc=$?
+  rm -rf "$tmp"
+  return "$rc"
 }
 
 version_of() { # the venv's ansible-core version, read from its files (no python started)

@@ -133,7 +133,7 @@ def apt_update_parse(output):
     while i < len(lines):
         line = lines[i]
         i += 1
-        head, _, rest = line.partition(" ")
+        head, _sep, rest = line.partition(" ")
         if head.startswith("Err:"):
             reason = []
             while i < len(lines) and lines[i][:1] in (" ", "\t"):
@@ -147,10 +147,10 @@ def apt_update_parse(output):
                 if src not in answered:
                     answered.append(src)
         elif line.startswith("W: GPG error: "):
-            what, _, reason = line[len("W: GPG error: "):].partition(": ")
+            what, _sep, reason = line[len("W: GPG error: "):].partition(": ")
             add(what.split(), reason)
         elif line.startswith("E: The repository '"):
-            what, _, reason = line[len("E: The repository '"):].partition("' ")
+            what, _sep, reason = line[len("E: The repository '"):].partition("' ")
             add(what.split(), reason.rstrip("."))
     return failed, [a for a in answered if a not in seen]
 
@@ -173,7 +173,7 @@ def apt_update_report(result, host, timeout):
         return dict(none, msg="%s: apt's package lists are %s s old: not refreshed" % (host, rep.get("age")))
     output = _CREDS.sub("//********@", rep.get("output") or "")
     failed, answered = apt_update_parse(output)
-    sources = ["%s (%s)" % (what, reason) if reason else what for _, what, reason in failed]
+    sources = ["%s (%s)" % (what, reason) if reason else what for _line, what, reason in failed]
     took = rep.get("took", 0)
     out = dict(none, ran=True, sources=sources, all_failed=bool(failed) and not answered)
     if failed:

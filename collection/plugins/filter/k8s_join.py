@@ -205,15 +205,16 @@ def k8s_join_decide(action, probes, master, nodes, addresses=None, peers=None, c
                     "heal-end could not join it again, and heal-start would leave the cluster without it. "
                     "Nothing was changed (not drained, not deleted). %s" % (node, lacks, ASSUMES, WAYS_OUT))
                 return _unsafe(out)
-            _, cri = _cri_socket(node, p, master, mp)
+            cri = _cri_socket(node, p, master, mp)[1]
             if cri:
                 out["refuse"] = ("%s: its replacement, booted from the same image, would have them too, so "
                                  "heal-end could not join it. Nothing was changed (not drained, not deleted). %s"
                                  % (cri, CRI_FIX))
                 return _unsafe(out)
             out["msg"] = ("%s has %s; %s can make a join command: heal-end can join its replacement, "
-                          "if it has them too (%s: heal-end first waits for the replacement's cloud-init (as long as heal-end's --wait cloud-init allows), then looks again and refuses, joining nothing, if they are still missing)" % (
-                              node, _has(p), master, ASSUMES))
+                          "if it has them too (%s: heal-end first waits for the replacement's cloud-init (as long as "
+                          "heal-end's --wait cloud-init allows), then looks again and refuses, joining nothing, if they "
+                          "are still missing)" % (node, _has(p), master, ASSUMES))
             return _unsafe(out)
         # The node does not answer (a dead VM is the usual reason to heal
         # it): the other workers, booted from the same image, stand for it.
@@ -242,7 +243,8 @@ def k8s_join_decide(action, probes, master, nodes, addresses=None, peers=None, c
                 "again when a worker answers, or %s" % (node, reason, WAYS_OUT[0].lower() + WAYS_OUT[1:]))
             return _unsafe(out)
         out["msg"] = ("%s %s; the other workers (same image as its replacement) have kubeadm and a kubelet: %s "
-                      "(%s: heal-end first waits for the replacement's cloud-init (as long as heal-end's --wait cloud-init allows), then looks again and refuses, joining nothing, if they are still missing)"
+                      "(%s: heal-end first waits for the replacement's cloud-init (as long as heal-end's --wait "
+                      "cloud-init allows), then looks again and refuses, joining nothing, if they are still missing)"
                       % (node, reason, ", ".join(seen), ASSUMES))
         return _unsafe(out)
 

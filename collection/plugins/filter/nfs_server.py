@@ -233,7 +233,8 @@ def nfs_server_legacy_nfs_conf(os_info):
     os_info = os_info or {}
     vid = str(os_info.get('version_id', ''))
     if os_info.get('id') == 'ubuntu':
-        return vid.split('.')[0].isdigit() and int(vid.split('.')[0]) < 22
+        major = vid.split('.', maxsplit=1)[0]
+        return major.isdigit() and int(major) < 22
     if os_info.get('id') == 'debian':
         # bullseye (11) has nfs-utils 1.3.4 too; bookworm (12) has 2.6.2
         return vid.isdigit() and int(vid) < 12

@@ -58,7 +58,7 @@ def pv_register_targets(pvs, names=None, servers=None, label_selector="app.kuber
     (KEY=VALUE). A CSI PV or an NFS PV of another server is never one."""
     names = set(names or [])
     servers = list(servers or [])
-    key, _, value = str(label_selector).partition("=")
+    key, _sep, value = str(label_selector).partition("=")
     out = []
     for pv in _items(pvs):
         meta = pv.get("metadata") or {}
@@ -129,7 +129,7 @@ def pv_register_report(result, names=None):
     out = {"server": "", "applied": [], "phases": [], "changed": False}
     seen = {}
     for line in _lines(result):
-        key, _, rest = line.partition(" ")
+        key, _sep, rest = line.partition(" ")
         if key == "server":
             out["server"] = rest.strip()
         elif key == "apply" and rest.strip():
@@ -167,7 +167,7 @@ def pv_register_poll(result, names=None):
     rc_ok = not isinstance(result, dict) or result.get("rc", 0) == 0
     return _unsafe({
         "phases": phases,
-        "settled": rc_ok and not missing and all(p in FINAL for _, p in phases),
+        "settled": rc_ok and not missing and all(p in FINAL for _name, p in phases),
         "missing": missing,
         "not_ready": not_ready,
         "ready": rc_ok and not missing and not not_ready,

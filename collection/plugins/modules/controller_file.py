@@ -18,7 +18,7 @@ description:
     a module process of its own on the controller.
   - Always reports C(changed=false) (the file belongs to the controller's
     run, not to a host). In check mode it writes nothing.
-  - Put C(no_log) on the task: the content is a secret.
+  - "Put C(no_log) on the task: the content is a secret."
 options:
   content:
     description: What to write.
@@ -28,7 +28,15 @@ options:
     description: Absolute path of the file on the controller.
     type: str
     required: true
-author: heatsible
+author: heatsible (@heatsible)
+'''
+
+EXAMPLES = r'''
+- name: Hand the VIM's token, CA and server to heatsible (0600, on the controller)
+  heatsible.nfv.controller_file:
+    content: "{{ k8s_vim_out | to_json }}"
+    dest: "{{ k8s_vim_info_file }}"
+  no_log: true
 '''
 
 from ansible.module_utils.basic import AnsibleModule

@@ -9,16 +9,19 @@ DOCUMENTATION = r'''
 module: files
 short_description: Write small files whole (atomically), creating their directories, in one module run
 description:
-  - Writes each file of O(files) with the given content, owner, group and
+  - >-
+    Writes each file of O(files) with the given content, owner, group and
     mode, only where what is on the host differs: to a temporary file in the
     same directory, flushed to disk, then renamed over the old one (a reader
     or a crash sees the old file or the new one, never half of one).
   - Creates a missing parent directory (and its parents) with O(dir_mode),
     owned by O(owner) and O(group).
-  - Does in one round trip what M(ansible.builtin.file) for the directories
+  - >-
+    Does in one round trip what M(ansible.builtin.file) for the directories
     and M(ansible.builtin.copy) for each file (two modules each: stat, then
     copy) do in several.
-  - With O(mark), first writes that file (flushed, with its directory) before
+  - >-
+    With O(mark), first writes that file (flushed, with its directory) before
     any of O(files) is touched, even when they are all current (later tasks
     may write other files under the same mark): a run that dies while
     writing leaves the mark for the next run to find. The mark is not
@@ -60,7 +63,7 @@ options:
     type: str
     default: "written by heatsible, not applied yet\n"
 author:
-  - heatsible
+  - heatsible (@heatsible)
 '''
 
 EXAMPLES = r'''
@@ -188,7 +191,7 @@ def write_mark(path, content, uid, gid, dir_mode):
     """The mark, flushed to disk with its directory before anything else is
     written. Returns whether it was written (False: it had the content)."""
     data = content.encode('utf-8')
-    before, _ = _read(path)
+    before = _read(path)[0]
     if before == data:
         return False
     _mkdirs(_missing_dirs(path), uid, gid, dir_mode)

@@ -31,7 +31,7 @@ options:
     type: str
     required: true
 author:
-  - heatsible
+  - heatsible (@heatsible)
 '''
 
 EXAMPLES = r'''

@@ -36,7 +36,7 @@ class Report(unittest.TestCase):
                "waited": 118, "timed_out": ""}
         got = aw.apt_wait_report(self.res(doc), "worker-1", 600)
         self.assertEqual((got["failed"], got["msg"]), (False, "worker-1: waited 118 s for the dpkg lock "
-                                                               "/var/lib/dpkg/lock-frontend (pid 1234, apt-get); apt can run"))
+                                                              "/var/lib/dpkg/lock-frontend (pid 1234, apt-get); apt can run"))
 
     def test_timed_out(self):
         doc = {"cloud_init": {"present": False}, "locks": [dict(self.LOCK, holder="unattended-upgr")],
@@ -76,7 +76,6 @@ class Report(unittest.TestCase):
                                      "(exit 127: sh: 1: python3: not found). Nothing was installed.")
 
 
-
 # apt-get -q update (apt 2.6, Debian 12, LC_ALL=C) with a source answering
 # 404 (a retired repository: no Release file), recorded on the machine.
 RETIRED = """Ign:1 http://10.231.0.1:8404/kubernetes-xenial kubernetes-xenial InRelease
@@ -94,7 +93,8 @@ Ign:1 http://10.231.0.1:8405/security bookworm-security InRelease
 Err:1 http://10.231.0.1:8405/security bookworm-security InRelease
   Could not connect to 10.231.0.1:8405 (10.231.0.1). - connect (111: Connection refused)
 Reading package lists...
-W: Failed to fetch http://10.231.0.1:8405/security/dists/bookworm-security/InRelease  Could not connect to 10.231.0.1:8405 (10.231.0.1). - connect (111: Connection refused)
+W: Failed to fetch http://10.231.0.1:8405/security/dists/bookworm-security/InRelease  Could not connect to 10.231.0.1:8405 (10.231.0.1). - connect \
+(111: Connection refused)
 W: Some index files failed to download. They have been ignored, or old ones used instead.
 """
 # Every source refused (exit 0).
@@ -102,7 +102,8 @@ NONE = """Ign:1 http://10.231.0.1:8405/security bookworm-security InRelease
 Err:1 http://10.231.0.1:8405/security bookworm-security InRelease
   Could not connect to 10.231.0.1:8405 (10.231.0.1). - connect (111: Connection refused)
 Reading package lists...
-W: Failed to fetch http://10.231.0.1:8405/security/dists/bookworm-security/InRelease  Could not connect to 10.231.0.1:8405 (10.231.0.1). - connect (111: Connection refused)
+W: Failed to fetch http://10.231.0.1:8405/security/dists/bookworm-security/InRelease  Could not connect to 10.231.0.1:8405 (10.231.0.1). - connect \
+(111: Connection refused)
 W: Some index files failed to download. They have been ignored, or old ones used instead.
 """
 # A repository whose key expired or is missing (apt 2.x: an error).
@@ -111,7 +112,8 @@ Get:2 https://user:secret@repo.example.com/apt stable InRelease [3 kB]
 Err:2 https://user:secret@repo.example.com/apt stable InRelease
   The following signatures couldn't be verified because the public key is not available: NO_PUBKEY 234654DA9A296436
 Reading package lists...
-W: GPG error: https://user:secret@repo.example.com/apt stable InRelease: The following signatures couldn't be verified because the public key is not available: NO_PUBKEY 234654DA9A296436
+W: GPG error: https://user:secret@repo.example.com/apt stable InRelease: The following signatures couldn't be verified because the public key is not \
+available: NO_PUBKEY 234654DA9A296436
 E: The repository 'https://user:secret@repo.example.com/apt stable InRelease' is not signed.
 """
 LOCKED = """E: Could not get lock /var/lib/apt/lists/lock. It is held by process 4242 (apt-get)

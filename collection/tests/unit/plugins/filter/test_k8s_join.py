@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 import unittest
 
-from helpers import ROLES
+from ansible_collections.heatsible.nfv.tests.unit.plugins.filter.helpers import ROLES
 
 from ansible_collections.heatsible.nfv.plugins.filter import k8s_join as kj
 

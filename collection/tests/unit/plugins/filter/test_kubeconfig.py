@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 import unittest
 
-from helpers import ROLES
+from ansible_collections.heatsible.nfv.tests.unit.plugins.filter.helpers import ROLES
 
 from ansible_collections.heatsible.nfv.plugins.filter import kubeconfig as kc
 
@@ -97,7 +97,7 @@ class FindScript(unittest.TestCase):
             self.assertEqual(got["user"], "nobody")
             self.assertEqual([p["state"] for p in got["paths"]], ["user", "root", "not-a-file", "missing", "missing", "missing"])
             self.assertEqual(got["paths"][4]["path"], quoted)
-            home = subprocess.run(["getent", "passwd", "nobody"], stdout=subprocess.PIPE, universal_newlines=True).stdout.split(":")[5]
+            home = subprocess.run(["getent", "passwd", "nobody"], stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.split(":")[5]
             self.assertEqual(got["paths"][5]["path"], home + "/.kube/config")
             self.assertTrue(got["kubectl"].endswith("/sh"))
 

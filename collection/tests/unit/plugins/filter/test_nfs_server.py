@@ -9,7 +9,7 @@ import json
 import os
 import unittest
 
-from helpers import ROLES
+from ansible_collections.heatsible.nfv.tests.unit.plugins.filter.helpers import ROLES
 from ansible_collections.heatsible.nfv.plugins.filter import nfs_server as ns
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -186,7 +186,7 @@ class Params(unittest.TestCase):
 class Parsers(unittest.TestCase):
     def test_exportfs_long_paths_break_the_line(self):
         got = ns.parse_exportfs(rec('exportfs-v.txt'))
-        clients = sorted((p, c) for p, c, _ in got)
+        clients = sorted((p, c) for p, c, _opts in got)
         self.assertIn(('/volume/nfs/pv1', '10.231.0.0/24'), clients)
         self.assertIn((LONG, '<world>'), clients)
         self.assertIn((LONG, '2001:db8::/64'), clients)
@@ -358,7 +358,7 @@ class State(unittest.TestCase):
 
     def test_stale_file_and_mode(self):
         p = ns.nfs_server_state(self.state(), self.s(files={'/etc/ganesha/ganesha.conf': 'bbb', '/etc/x.conf': 'c',
-                                                           '/etc/nfs.conf.d/zz-heatsible.conf': 'd'}))
+                                                            '/etc/nfs.conf.d/zz-heatsible.conf': 'd'}))
         self.assertEqual(p['stale'], ['/etc/ganesha/ganesha.conf', '/etc/nfs.conf.d/zz-heatsible.conf', '/etc/x.conf'])
         self.assertEqual(p['nodir'], ['/etc/nfs.conf.d/zz-heatsible.conf', '/etc/x.conf'])
         p = ns.nfs_server_state(self.state(stat='root root 600 /etc/ganesha/ganesha.conf'), self.s())
@@ -393,7 +393,6 @@ class State(unittest.TestCase):
         p = ns.nfs_server_state(self.state(), self.s(obsolete=[old]))
         self.assertEqual(p['obsolete'], [])
         self.assertFalse(p['todo'], 'converged: no old file, nothing to do')
-
 
     def test_defaults_lines(self):
         want = 'RPCMOUNTDOPTS="--manage-gids --port 20048"'

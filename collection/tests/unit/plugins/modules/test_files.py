@@ -34,7 +34,7 @@ def ansible_python():
         if first.startswith('#!'):
             candidates.append(first[2:].split()[0])
     for py in candidates:
-        if subprocess.run([py, '-c', 'import ansible.module_utils.basic'], capture_output=True).returncode == 0:
+        if subprocess.run([py, '-c', 'import ansible.module_utils.basic'], capture_output=True, check=False).returncode == 0:
             return py
     return None
 
@@ -59,7 +59,7 @@ class HeatsibleFilesTest(unittest.TestCase):
         path = os.path.join(self.d, 'args.json')
         with open(path, 'w') as f:
             json.dump({'ANSIBLE_MODULE_ARGS': args}, f)
-        p = subprocess.run([PYTHON, MODULE, path], capture_output=True, text=True,
+        p = subprocess.run([PYTHON, MODULE, path], capture_output=True, text=True, check=False,
                            env=dict(os.environ, PYTHONDONTWRITEBYTECODE='1'))
         os.unlink(path)
         return json.loads(p.stdout)
