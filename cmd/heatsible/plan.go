@@ -174,6 +174,16 @@ func writePlan(w io.Writer, p *lcm.Plan, src lcm.Source) {
 		}
 	}
 	writeAnsibles(w, p.Ansible)
+	writeRunSteps(w, p.Run)
+}
+
+// writeRunSteps prints the steps of 'heatsible run', the plays and phases
+// above among them.
+func writeRunSteps(w io.Writer, steps []string) {
+	fmt.Fprintf(w, "\nheatsible run's steps (with --local, the two on the Ansible host are left out):\n")
+	for i, s := range steps {
+		fmt.Fprintf(w, "   %d. %s\n", i+1, s)
+	}
 }
 
 // writeAnsibles prints which ansible-playbook runs heatsible's roles and

@@ -110,7 +110,7 @@ func TestPlanMatchesAnsible(t *testing.T) {
 		Cluster: "k8s-a", Operation: OpInstantiateEnd, BaseDir: t.TempDir(),
 		Inventory: f.Inventory, Playbook: f.Playbook, Roles: roles.FS,
 		GroupVars: f.GroupVars, Secrets: f.Secrets, SecretValues: f.SecretValues,
-		Files: bundleFiles(f),
+		Files: f.BundleFiles(),
 	})
 	if err != nil {
 		t.Fatal(err)

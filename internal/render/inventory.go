@@ -1,13 +1,10 @@
-package lcm
+package render
 
 import (
 	"github.com/heatsible/heatsible/internal/params"
 	"github.com/heatsible/heatsible/internal/topology"
 	"github.com/heatsible/heatsible/inventory"
 )
-
-// ParseFormat checks an inventory --format value.
-func ParseFormat(s string) (inventory.Format, error) { return inventory.ParseFormat(s) }
 
 // Inventory builds the cluster's inventory with the request's SSH users.
 func Inventory(req *params.Request, t *topology.Topology) (*inventory.Inventory, error) {
