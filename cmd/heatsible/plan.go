@@ -36,8 +36,11 @@ no Ansible host; with --topology it does not even read Heat.
 What each role would change on each host is another question: ask it with
 'heatsible run OPERATION --check --report FILE'.
 
+Last, it lists the titles of run's own steps, in order (the locks, the
+bundle, the connection, one step per phase above, the VIM, the release).
+
 With -o json, stdout gets one JSON document (operation, cluster, steps with
-pattern, hosts, roles, runs/skip).`,
+pattern, hosts, roles, runs/skip; run: the titles of run's steps).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Operation = args[0]
