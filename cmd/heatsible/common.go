@@ -8,8 +8,6 @@ import (
 
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/lcm"
-	"github.com/heatsible/heatsible/internal/params"
-	"github.com/heatsible/heatsible/internal/redact"
 )
 
 // inputs are the flags that say what to act on.
@@ -48,32 +46,10 @@ func (in *inputs) source() lcm.Source {
 	return lcm.Source{Stack: in.stack, TopologyFile: in.topology}
 }
 
-// loadRequest reads and validates the request; every problem comes back at
-// once as a fail.Invalid error.
-func (in *inputs) loadRequest(g *globals, requirePackage bool) (*params.Request, error) {
-	req, err := params.Load(in.request)
-	if err != nil {
-		return nil, fail.With(fail.Invalid, err)
-	}
-	if err := req.Validate(params.Options{PackageDir: in.pkg, RequirePackage: requirePackage, WholeRun: in.wholeRun}); err != nil {
-		warn(g, req)
-		return nil, fail.With(fail.Invalid, err)
-	}
-	warn(g, req)
-	if in.kubeconfig != "" {
-		if msg := params.KubeconfigProblem(in.kubeconfig); msg != "" {
-			return nil, fail.With(fail.Invalid, fmt.Errorf("--kubeconfig: %s", msg))
-		}
-		// Validate made sure master_node is there.
-		req.Cluster.MasterNode.Kubeconfig = in.kubeconfig
-	}
-	return req, nil
-}
-
-func warn(g *globals, req *params.Request) {
-	for _, w := range req.Warnings {
-		fmt.Fprintf(g.stderr, "heatsible: warning: %s\n", redact.Terminal(w))
-	}
+// loadRequest reads and validates the request (lcm.LoadRequest).
+func (in *inputs) loadRequest(g *globals, requirePackage bool) (*lcm.Request, error) {
+	return lcm.LoadRequest(lcm.RequestInput{Path: in.request, PackageDir: in.pkg, RequirePackage: requirePackage,
+		WholeRun: in.wholeRun, Kubeconfig: in.kubeconfig}, g.stderr)
 }
 
 // targetFlags are the flags that complete an operation: what a heal acts

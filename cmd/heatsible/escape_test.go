@@ -11,9 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/params"
-	review "github.com/heatsible/heatsible/internal/report"
 )
 
 // hostileText is what a hostile value carries to forge a terminal: ESC
@@ -315,43 +313,5 @@ func TestLimitFileReadHere(t *testing.T) {
 				t.Errorf("%s --limit %s: exit %d, want 2 naming --limit\n%s%s", args[0], limit, code, out, errs)
 			}
 		}
-	}
-}
-
-// TestRunOutputEscaped: what a host sends back (a task's message quoting a
-// file's content, a play name) reaches the terminal escaped in run's
-// progress lines, and the Markdown review report written with --report
-// holds no raw control or bidi character either. On b6df54c both carried
-// ESC, BEL, U+202E and NUL as they came.
-func TestRunOutputEscaped(t *testing.T) {
-	var out, errb strings.Builder
-	g := &globals{stdout: &out, stderr: &errb, verbose: true}
-	p := newProgress(g)
-	p.event(ansible.Event{Kind: ansible.KindPlayStart, Play: "play " + hostileText})
-	p.event(ansible.Event{Kind: ansible.KindResult, Host: "storage-server", Status: ansible.StatusFailed,
-		Task: "nfs_server : Verify " + hostileText, Msg: "exports hold " + hostileText + "\nsecond line"})
-	if r := terminalUnsafe(errb.String()); r >= 0 {
-		t.Errorf("progress holds %U unescaped:\n%q", r, errb.String())
-	}
-	if !strings.Contains(errb.String(), `\x1b[2J`) || !strings.Contains(errb.String(), "\n      second line") {
-		t.Errorf("progress lost the message or its lines:\n%s", errb.String())
-	}
-	res := &ansible.Result{Events: []ansible.Event{
-		{Kind: ansible.KindPlayStart, Play: "Storage " + hostileText},
-		{Kind: ansible.KindResult, Play: "Storage", Task: "nfs_server : Write /etc/exports " + hostileText, Host: "storage-server",
-			Status: ansible.StatusChanged, Diff: "+/volume/nfs/pv1 " + hostileText + "\n"},
-		{Kind: ansible.KindResult, Play: "Storage", Task: "t", Host: "storage-server", Status: ansible.StatusFailed, Msg: hostileText},
-	}, Recap: map[string]ansible.HostRecap{"storage-server": {Changed: 1, Failed: 1}}, RecapComplete: true}
-	rep := review.Build(review.Input{Operation: "instantiate-end", Cluster: "k8s-a", Check: true, Result: res})
-	file := filepath.Join(t.TempDir(), "review.md")
-	if err := writeReport(file, rep, nil); err != nil {
-		t.Fatal(err)
-	}
-	md, _ := os.ReadFile(file)
-	if r := terminalUnsafe(string(md)); r >= 0 {
-		t.Errorf("review.md holds %U unescaped:\n%q", r, md)
-	}
-	if !strings.Contains(string(md), `\x1b[2J`) {
-		t.Errorf("review.md lost the values:\n%s", md)
 	}
 }

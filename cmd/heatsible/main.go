@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,8 +16,7 @@ import (
 
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/interrupt"
-	"github.com/heatsible/heatsible/internal/params"
-	"github.com/heatsible/heatsible/internal/redact"
+	"github.com/heatsible/heatsible/internal/lcm"
 )
 
 func main() {
@@ -128,38 +126,8 @@ code is 130 whatever the signal interrupted. A second one exits at once, with
 	return root
 }
 
-// report prints err for a human (or as JSON) on stderr. Every message is
-// passed through redact.Terminal: the values in it are quoted where they
-// were put in, and whatever slipped through unquoted still cannot drive
-// the terminal or forge a line (in -o json too, for whoever prints it).
-func report(g *globals, err error, code int) {
-	var ps params.Problems
-	hasProblems := errors.As(err, &ps)
-	if g.json() {
-		out := map[string]any{"ok": false, "exit_code": code, "error": redact.Terminal(err.Error())}
-		if hasProblems {
-			list := make([]map[string]string, len(ps))
-			for i, p := range ps {
-				list[i] = map[string]string{"path": redact.Terminal(p.Path), "message": redact.Terminal(p.Msg)}
-			}
-			out["problems"] = list
-		}
-		redact.EncodeJSON(g.stderr, out, "  ")
-		return
-	}
-	if hasProblems {
-		noun := "problems"
-		if len(ps) == 1 {
-			noun = "problem"
-		}
-		fmt.Fprintf(g.stderr, "heatsible: invalid input, %d %s (nothing was touched):\n", len(ps), noun)
-		for _, p := range ps {
-			fmt.Fprintf(g.stderr, "  %s\n", redact.Terminal(p.String()))
-		}
-		return
-	}
-	fmt.Fprintf(g.stderr, "heatsible: %s\n", redact.Terminal(err.Error()))
-}
+// report prints err on stderr (lcm.PrintError).
+func report(g *globals, err error, code int) { lcm.PrintError(g.stderr, g.json(), err, code) }
 
 func isUsageError(err error) bool {
 	// cobra's own errors for unknown commands and missing required flags.

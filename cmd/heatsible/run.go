@@ -1,27 +1,15 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
-	"sort"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/interrupt"
 	"github.com/heatsible/heatsible/internal/lcm"
 	"github.com/heatsible/heatsible/internal/redact"
-	review "github.com/heatsible/heatsible/internal/report"
-	"github.com/heatsible/heatsible/internal/state"
-	"github.com/heatsible/heatsible/roles"
 )
 
 func newRun(g *globals) *cobra.Command {
@@ -172,12 +160,12 @@ for a slower cloud. NAME, default, what it bounds:
 				return fail.With(fail.Invalid, fmt.Errorf("give either --local or --ansible-host, not both"))
 			}
 			if reportFile != "" {
-				if st, err := os.Stat(filepath.Dir(reportFile)); err != nil || !st.IsDir() {
-					return fail.With(fail.Invalid, fmt.Errorf("--report %s: no directory %s to write it in", reportFile, filepath.Dir(reportFile)))
+				if err := lcm.CheckReportFile(reportFile); err != nil {
+					return err
 				}
 			}
 			if vimInfo != "" {
-				if err := checkVIMInfo(vimInfo, op); err != nil {
+				if err := lcm.CheckVIMInfo(vimInfo, op); err != nil {
 					return err
 				}
 			}
@@ -194,7 +182,7 @@ for a slower cloud. NAME, default, what it bounds:
 			}
 			if tags != "" {
 				o.Tags = strings.Split(tags, ",")
-				if err := checkRoles(o.Tags); err != nil {
+				if err := lcm.CheckRoles(o.Tags); err != nil {
 					return err
 				}
 			}
@@ -202,11 +190,11 @@ for a slower cloud. NAME, default, what it bounds:
 				return fail.With(fail.Invalid, err)
 			}
 			o.Version = versionString()
-			p := newProgress(g)
+			p := lcm.NewProgress(g.stdout, g.stderr, g.json(), g.verbose)
 			// Events come masked; this masker covers what heatsible itself
 			// prints at the end (the -o json document, the report file).
-			p.mask = redact.New(lcm.RequestSecrets(req)...)
-			o.OnEvent = p.event
+			p.Mask = redact.New(lcm.RequestSecrets(req)...)
+			o.OnEvent = p.Event
 			o.Stderr = g.stderr
 			if g.verbose {
 				o.Verbosity = 1
@@ -220,25 +208,25 @@ for a slower cloud. NAME, default, what it bounds:
 			if out != nil && out.VIM != nil {
 				// From here on, everything printed or written knows the
 				// token; only -o json's "vim" and --vim-info carry it.
-				p.mask = redact.New(append(lcm.RequestSecrets(req), out.VIM.BearerToken)...)
+				p.Mask = redact.New(append(lcm.RequestSecrets(req), out.VIM.BearerToken)...)
 				if err == nil {
-					p.vim = out.VIM
+					p.VIM = out.VIM
 				}
 			}
 			if vimInfo != "" && err == nil {
-				err = writeVIMInfo(g, vimInfo, out)
+				err = lcm.WriteVIMInfo(g.stderr, g.json(), vimInfo, out)
 			}
-			var rep *review.Report
-			if out != nil && (o.Check || reportFile != "") {
-				rep = review.Build(review.Input{Operation: out.Operation, Cluster: out.Cluster, Where: out.Where, Check: out.Check,
-					Limit: o.Limit, Tags: o.Tags, Result: out.Result, Err: err})
+			var rep *lcm.Report
+			if o.Check || reportFile != "" {
+				rep = lcm.ReviewReport(o, out, err)
 			}
-			p.finish(out, err, rep)
+			p.Finish(out, err, rep)
+			g.reported = g.reported || out != nil
 			if reportFile != "" && rep != nil {
-				if werr := writeReport(reportFile, rep, p.mask); werr != nil {
+				if werr := lcm.WriteReport(reportFile, rep, p.Mask); werr != nil {
 					werr = fmt.Errorf("writing the review report: %w", werr)
 					if err == nil {
-						return fail.With(fail.Internal, fmt.Errorf("%w (log: %s)", werr, filepath.Join(out.Record, state.RunLog)))
+						return fail.With(fail.Internal, fmt.Errorf("%w (log: %s)", werr, lcm.RunLogPath(out.Record)))
 					}
 					fmt.Fprintf(g.stderr, "heatsible: %v\n", werr)
 				} else if !g.json() {
@@ -271,234 +259,4 @@ for a slower cloud. NAME, default, what it bounds:
 	addAnsibleFlags(f, &o.Ansible)
 	f.BoolVar(&o.BreakLock, "break-lock", false, "take over the cluster lock left by a run that was killed or crashed (read its run record first); never breaks a live run's lock")
 	return cmd
-}
-
-// progress prints events as they arrive and the recap at the end.
-type progress struct {
-	g     *globals
-	color bool
-	task  string
-	mask  *redact.Masker
-	// vim goes into -o json's document as "vim", after the masking.
-	vim *lcm.VIM
-}
-
-func newProgress(g *globals) *progress {
-	color := false
-	if f, ok := g.stderr.(*os.File); ok && !g.json() && os.Getenv("NO_COLOR") == "" {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			color = true
-		}
-	}
-	return &progress{g: g, color: color}
-}
-
-var statusColor = map[ansible.Status]string{
-	ansible.StatusOK: "32", ansible.StatusChanged: "33", ansible.StatusFailed: "31",
-	ansible.StatusUnreachable: "31", ansible.StatusSkipped: "36",
-}
-
-func (p *progress) paint(s ansible.Status, text string) string {
-	if !p.color {
-		return text
-	}
-	return "\x1b[" + statusColor[s] + "m" + text + "\x1b[0m"
-}
-
-func (p *progress) event(e ansible.Event) {
-	if p.g.json() && !p.g.verbose {
-		return
-	}
-	w := p.g.stderr
-	// What hosts send back (messages, file contents) is masked, then
-	// escaped for the terminal (redact.Terminal): only heatsible's own
-	// colour codes reach it as they are.
-	show := func(s string) string { return redact.Terminal(p.mask.Mask(s)) }
-	switch e.Kind {
-	case ansible.KindPlayStart:
-		fmt.Fprintf(w, "== %s\n", show(e.Play))
-	case ansible.KindResult:
-		if e.Status == ansible.StatusSkipped && !p.g.verbose {
-			return
-		}
-		line := fmt.Sprintf("  %-24s %-11s %s", show(e.Host), p.paint(e.Status, string(e.Status)), show(e.Task))
-		report := e.Status == ansible.StatusFailed || e.Status == ansible.StatusUnreachable ||
-			strings.HasSuffix(e.Action, "debug") // the roles' own reports, e.g. each PV's phase
-		if report && e.Msg != "" {
-			line += "\n      " + strings.ReplaceAll(show(strings.TrimSpace(e.Msg)), "\n", "\n      ")
-		}
-		fmt.Fprintln(w, line)
-	}
-}
-
-func (p *progress) finish(out *lcm.RunOutcome, err error, rep *review.Report) {
-	if out == nil {
-		return
-	}
-	p.g.reported = true
-	r := out.Result
-	if r == nil { // an operation that ran no playbook (terminate-end)
-		r = &ansible.Result{Recap: map[string]ansible.HostRecap{}}
-	}
-	hosts := make([]string, 0, len(r.Recap))
-	for h := range r.Recap {
-		hosts = append(hosts, h)
-	}
-	sort.Strings(hosts)
-	changed, changedHosts := 0, 0
-	for _, h := range hosts {
-		if c := r.Recap[h].Changed; c > 0 {
-			changed += c
-			changedHosts++
-		}
-	}
-	status := "ok"
-	if err != nil {
-		status = "FAILED"
-	}
-	if p.g.json() {
-		doc := map[string]any{
-			"ok": err == nil, "exit_code": fail.Code(err), "operation": out.Operation, "cluster": out.Cluster,
-			"where": out.Where, "check": out.Check,
-			"recap": r.Recap, "changed": changed, "changed_hosts": changedHosts, "seconds": out.Duration.Seconds(),
-			"record": out.Record,
-		}
-		if rep != nil {
-			doc["report"] = rep
-		}
-		var buf bytes.Buffer
-		if redact.EncodeJSON(&buf, doc, "  ") == nil {
-			out := p.mask.MaskJSON(buf.Bytes())
-			if p.vim != nil && err == nil {
-				// The one place the token is printed: added after the
-				// document was masked.
-				if withVIM, werr := withKey(out, "vim", p.vim); werr == nil {
-					out = withVIM
-				}
-			}
-			p.g.stdout.Write(out)
-		}
-		return
-	}
-	w := tabwriter.NewWriter(p.g.stderr, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "\nHOST\tOK\tCHANGED\tFAILED\tUNREACHABLE\tSKIPPED")
-	for _, h := range hosts {
-		rc := r.Recap[h]
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\n", h, rc.OK, rc.Changed, rc.Failed, rc.Unreachable, rc.Skipped)
-	}
-	w.Flush()
-	fmt.Fprintf(p.g.stderr, "%s on %s (%s): %s in %s, %d changes on %d hosts\n",
-		out.Operation, out.Cluster, out.Where, status, out.Duration.Round(100*time.Millisecond), changed, changedHosts)
-	if err == nil && out.Record != "" {
-		fmt.Fprintf(p.g.stderr, "heatsible: run record: %s\n", out.Record)
-	}
-}
-
-// writeReport writes the review report: JSON if the file name ends in
-// .json, else Markdown. Mode 0644: a report is for sharing, and it holds no
-// secret (it is made from masked events only; internal/report tests it),
-// which mask checks once more on the text as written.
-func writeReport(name string, rep *review.Report, mask *redact.Masker) error {
-	var buf bytes.Buffer
-	var data []byte
-	if strings.EqualFold(filepath.Ext(name), ".json") {
-		if err := rep.WriteJSON(&buf); err != nil {
-			return err
-		}
-		data = mask.MaskJSON(buf.Bytes())
-	} else {
-		if err := rep.WriteMarkdown(&buf); err != nil {
-			return err
-		}
-		// For people, who read it with cat and less: escaped like stderr.
-		data = []byte(redact.Terminal(mask.Mask(buf.String())))
-	}
-	// Not through a link someone planted at the name: a temporary file
-	// created exclusively, renamed over it.
-	return ansible.WriteFileAtomic(name, data, 0o644)
-}
-
-// checkRoles refuses a --tags/--role value that is not an embedded role: a
-// misspelt tag would make Ansible run nothing and report success.
-func checkRoles(names []string) error {
-	for _, n := range names {
-		if !slices.Contains(roles.Names, n) {
-			return fail.With(fail.Invalid, fmt.Errorf("--tags/--role %q: not a role; the roles are %s", n, strings.Join(roles.Names, ", ")))
-		}
-	}
-	return nil
-}
-
-// checkVIMInfo refuses --vim-info where no VIM is prepared, and a file
-// that could not be written.
-func checkVIMInfo(name string, op lcm.Op) error {
-	if op.Name != lcm.OpInstantiateEnd && !(op.Name == lcm.OpHealEnd && op.Target == lcm.TargetCluster) {
-		return fail.With(fail.Invalid, fmt.Errorf("--vim-info: only instantiate-end and heal-end --cluster prepare Tacker's Kubernetes VIM, not %s", strings.TrimSpace(op.Name+" --"+op.Target)))
-	}
-	if st, err := os.Stat(filepath.Dir(name)); err != nil || !st.IsDir() {
-		return fail.With(fail.Invalid, fmt.Errorf("--vim-info %s: no directory %s to write it in", name, filepath.Dir(name)))
-	}
-	if st, err := os.Lstat(name); err == nil && !st.Mode().IsRegular() {
-		return fail.With(fail.Invalid, fmt.Errorf("--vim-info %s: exists and is not a regular file", name))
-	}
-	return nil
-}
-
-// writeVIMInfo writes the run's VIM to name, mode 0600 from its creation
-// (a new file renamed over name). A run that prepared no VIM (check mode,
-// --tags or --limit without k8s_vim) writes nothing and says so.
-func writeVIMInfo(g *globals, name string, out *lcm.RunOutcome) error {
-	if out == nil || out.VIM == nil {
-		fmt.Fprintf(g.stderr, "heatsible: --vim-info %s not written: this run prepared no VIM (see above)\n", name)
-		return nil
-	}
-	var buf bytes.Buffer
-	if err := redact.EncodeJSON(&buf, out.VIM, "  "); err != nil {
-		return fail.With(fail.Internal, fmt.Errorf("writing --vim-info %s: %w", name, err))
-	}
-	werr := func() error {
-		f, err := os.CreateTemp(filepath.Dir(name), ".heatsible-vim-*")
-		if err != nil {
-			return err
-		}
-		defer os.Remove(f.Name())
-		if err := f.Chmod(0o600); err != nil {
-			f.Close()
-			return err
-		}
-		if _, err := f.Write(buf.Bytes()); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-		return os.Rename(f.Name(), name)
-	}()
-	if werr != nil {
-		return fail.With(fail.Internal, fmt.Errorf("writing --vim-info %s: %v; the VIM was prepared: re-run the operation to write it (nothing changes) (log: %s)", name, werr, filepath.Join(out.Record, state.RunLog)))
-	}
-	if !g.json() {
-		fmt.Fprintf(g.stderr, "heatsible: Tacker's Kubernetes VIM (server, CA, token) written to %s (mode 0600)\n", name)
-	}
-	return nil
-}
-
-// withKey returns the JSON object doc with key set to v, indented as the
-// -o json document is.
-func withKey(doc []byte, key string, v any) ([]byte, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(doc, &m); err != nil {
-		return nil, err
-	}
-	b, err := redact.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	m[key] = b
-	var buf bytes.Buffer
-	if err := redact.EncodeJSON(&buf, m, "  "); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }

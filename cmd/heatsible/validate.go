@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/heatsible/heatsible/internal/lcm"
 	"github.com/heatsible/heatsible/internal/redact"
 )
 
@@ -36,7 +37,7 @@ Unknown fields are reported as warnings and do not fail validation.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if tags != "" {
-				if err := checkRoles(strings.Split(tags, ",")); err != nil {
+				if err := lcm.CheckRoles(strings.Split(tags, ",")); err != nil {
 					return err
 				}
 			}

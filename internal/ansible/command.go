@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/apenella/go-ansible/v2/pkg/playbook"
+
+	"github.com/heatsible/heatsible/internal/fail"
 )
 
 // Runner runs a bundle's playbook and reports live events and the recap.
@@ -303,15 +305,16 @@ func withVenvPath(env []string, venv string) []string {
 	return append(out, "PATH="+venv+"/bin:"+path)
 }
 
-// Errors a run maps to exit codes.
+// A run's errors, with their exit codes (package fail).
 var (
 	// ErrHostFailed: a task failed on at least one host.
-	ErrHostFailed = errors.New("ansible task failed")
+	ErrHostFailed = fail.Sentinel(fail.HostFailed, "ansible task failed")
 	// ErrUnreachable: ansible could not connect to at least one host.
-	ErrUnreachable = errors.New("ansible host unreachable")
+	ErrUnreachable = fail.Sentinel(fail.Unreachable, "ansible host unreachable")
 	// ErrPlaybook: ansible-playbook failed before or outside host tasks
-	// (syntax error, bad option, missing file, crash).
-	ErrPlaybook = errors.New("ansible-playbook failed")
+	// (syntax error, bad option, missing file, crash), with no host to
+	// blame: heatsible's bug, Internal.
+	ErrPlaybook = fail.Sentinel(fail.Internal, "ansible-playbook failed")
 )
 
 // HostsError names the hosts that failed or were unreachable.
@@ -486,7 +489,27 @@ func (r *Result) Err() error {
 	case 1:
 		return errs[0]
 	}
-	return errors.Join(errs...)
+	// Failed and unreachable hosts: the run could not reach them all, and
+	// that is its exit code.
+	return fail.With(fail.Unreachable, errors.Join(errs...))
+}
+
+// refusal tags err (a run's error) with exit code Refused when a role
+// refused for safety on purpose: a task failed with the roles' refusal
+// marker (the heatsible_refuse action, e.g. pv_register with a Bound PV),
+// whatever the task is called, so that a hook can tell "fix the cluster
+// first" from "broken". A task that merely fails stays HostFailed,
+// whatever its name.
+func refusal(res *Result, err error) error {
+	if err == nil || res == nil {
+		return err
+	}
+	for _, e := range res.Events {
+		if e.Kind == KindResult && e.Refused {
+			return fail.With(fail.Refused, err)
+		}
+	}
+	return err
 }
 
 // run is the state shared by both runners while output streams in.

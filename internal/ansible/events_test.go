@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/redact"
 )
 
@@ -245,8 +246,14 @@ func TestHostKeyRefusalOf219IsUnreachable(t *testing.T) {
 }
 
 func unwrapAll(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
+	for {
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			return u.Unwrap()
+		case *fail.Error: // the exit code of a join
+			err = u.Err
+		default:
+			return []error{err}
+		}
 	}
-	return []error{err}
 }

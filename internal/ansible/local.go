@@ -29,7 +29,12 @@ const killGrace = 10 * time.Second
 type LocalRunner struct{}
 
 // Run implements Runner. The bundle runs where it is (b.Dir).
-func (LocalRunner) Run(ctx context.Context, b *Bundle, opts PlaybookOptions) (*Result, error) {
+func (l LocalRunner) Run(ctx context.Context, b *Bundle, opts PlaybookOptions) (*Result, error) {
+	res, err := l.run(ctx, b, opts)
+	return res, refusal(res, err)
+}
+
+func (LocalRunner) run(ctx context.Context, b *Bundle, opts PlaybookOptions) (*Result, error) {
 	argv, err := Command(b, b.Dir, opts)
 	if err != nil {
 		return nil, err

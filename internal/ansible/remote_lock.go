@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/remote"
 	"github.com/heatsible/heatsible/internal/topology"
 )
@@ -63,17 +64,18 @@ func (h Holder) String() string {
 	return fmt.Sprintf("%s (pid %d on %s, started %s)", h.Operation, h.PID, h.Host, h.Started.Format(time.RFC3339))
 }
 
-// Errors of Lock, wrapped by a *LockError that says it all.
+// Errors of Lock, wrapped by a *LockError that says it all, with their exit
+// codes (package fail): a lock refused is Refused, a lock lost Unreachable.
 var (
 	// ErrLockBusy: another run holds the cluster's lock.
-	ErrLockBusy = errors.New("cluster lock busy")
+	ErrLockBusy = fail.Sentinel(fail.Refused, "cluster lock busy")
 	// ErrLockStale: the lock is free but names a run that did not finish.
-	ErrLockStale = errors.New("cluster lock left by a run that did not finish")
+	ErrLockStale = fail.Sentinel(fail.Refused, "cluster lock left by a run that did not finish")
 	// ErrNoFlock: the Ansible host has no flock(1).
-	ErrNoFlock = errors.New("no flock on the Ansible host")
+	ErrNoFlock = fail.Sentinel(fail.Refused, "no flock on the Ansible host")
 	// ErrLockLost: the session holding the lock ended before the run
 	// released it (the connection dropped, or the shell was killed).
-	ErrLockLost = errors.New("lost the cluster's lock on the Ansible host")
+	ErrLockLost = fail.Sentinel(fail.Unreachable, "lost the cluster's lock on the Ansible host")
 )
 
 // LockError is a refused lock, in words an operator can act on.

@@ -66,6 +66,7 @@ func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts PlaybookOptions
 	if rr.Client == nil {
 		return nil, errors.New("remote ansible run: no ssh client")
 	}
+	defer func() { err = refusal(res, err) }()
 	started := time.Now()
 	c := rr.Client
 	log := rr.log()

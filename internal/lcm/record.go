@@ -1,6 +1,7 @@
 package lcm
 
 import (
+	"bytes"
 	"log/slog"
 	"strings"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/params"
 	"github.com/heatsible/heatsible/internal/render"
+	"github.com/heatsible/heatsible/internal/report"
 	"github.com/heatsible/heatsible/internal/state"
 )
 
@@ -97,15 +99,37 @@ func recordFiles(rec *state.Record, f *render.Files) {
 	for name, b := range f.VarsFiles() {
 		out[name] = b
 	}
-	rec.Bundle(out, f.Secrets, f.SecretValues)
+	rec.Bundle(out, ansible.SecretsFile, f.Secrets, f.SecretValues)
+}
+
+// recordEvents records each event in run.log, then passes it on.
+func recordEvents(rec *state.Record, next func(ansible.Event)) func(ansible.Event) {
+	return func(e ansible.Event) {
+		rec.Log(report.LogLine{Event: e})
+		if next != nil {
+			next(e)
+		}
+	}
 }
 
 // finishRecord closes the record with what the run did: it returns err
 // with " (log: PATH)" appended (same exit code), and sets out.Record.
 func finishRecord(rec *state.Record, out *RunOutcome, err error) (*RunOutcome, error) {
 	var s *state.Summary
-	if out != nil {
-		s = &state.Summary{Operation: out.Operation, Cluster: out.Cluster, Where: out.Where, Check: out.Check, Result: out.Result}
+	if out != nil && out.Result != nil {
+		res := out.Result
+		code := res.ExitCode
+		s = &state.Summary{Recap: report.LogLine{
+			Event:   ansible.Event{Kind: report.KindRecap, Time: res.Finished.UTC()},
+			Command: res.Command, Recap: res.Recap, Complete: res.RecapComplete, ExitCode: &code,
+		}}
+		info := rec.Info()
+		rep := report.Build(report.Input{Operation: out.Operation, Cluster: out.Cluster, Where: out.Where, Check: out.Check,
+			Limit: info.Limit, Tags: info.Tags, Result: res, Err: err})
+		var b bytes.Buffer
+		if rep.WriteMarkdown(&b) == nil {
+			s.Report = b.Bytes()
+		}
 	}
 	dir, err := rec.Finish(s, err)
 	if out != nil && dir != "" {

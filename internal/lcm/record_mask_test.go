@@ -51,7 +51,7 @@ func TestRecordMasksEveryForm(t *testing.T) {
 		{Kind: ansible.KindResult, Task: "proxy", Host: "master-0", Status: ansible.StatusChanged,
 			Diff: "+Acquire::http::Proxy \"" + proxy + "\";\n+pw " + proxyPassword + "\n+lower " + strings.ToLower(url.QueryEscape(proxyPassword)) + "\n"},
 	}
-	on := rec.OnEvent(nil)
+	on := recordEvents(rec, nil)
 	for _, e := range events {
 		on(e)
 	}

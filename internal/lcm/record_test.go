@@ -80,7 +80,7 @@ func TestRecordWriter(t *testing.T) {
 	start := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 	rec := newRecord(o, slog.New(slog.NewTextHandler(io.Discard, nil)), start)
 	var passed []ansible.Event
-	on := rec.OnEvent(func(e ansible.Event) { passed = append(passed, e) })
+	on := recordEvents(rec, func(e ansible.Event) { passed = append(passed, e) })
 	rec.Open(topo.Cluster)
 	recordFiles(rec, f)
 	events := []ansible.Event{

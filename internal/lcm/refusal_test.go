@@ -98,7 +98,7 @@ func TestRefusalMarker(t *testing.T) {
 			if err == nil {
 				t.Fatal("the play did not fail")
 			}
-			if code := playbookExit(res, err); code != tc.code {
+			if code := fail.Code(err); code != tc.code {
 				t.Errorf("exit code %d, want %d (%v)", code, tc.code, err)
 			}
 			var found bool

@@ -108,7 +108,7 @@ func Run(ctx context.Context, o RunOptions) (*RunOutcome, error) {
 		log = slog.Default()
 	}
 	rec := newRecord(o, log, time.Now())
-	o.OnEvent = rec.OnEvent(o.OnEvent)
+	o.OnEvent = recordEvents(rec, o.OnEvent)
 	defer interrupt.Track(ctx, interrupt.Leftover{Now: rec.Abandon})()
 	if err := ctx.Err(); err != nil { // interrupted before it started: start nothing
 		return finishRecord(rec, nil, interrupt.Err(ctx, err))
@@ -295,46 +295,6 @@ func ansibleHost(req *params.Request, o RunOptions, khPath string) (*remote.Conf
 	return cfg, nil
 }
 
-// playbookExit is the exit code of a run whose phases ended with err:
-// Refused when a role refused for safety, else what runExit says.
-func playbookExit(res *ansible.Result, err error) int {
-	if refused(res) {
-		return fail.Refused
-	}
-	return runExit(err)
-}
-
-// refused reports whether a role refused for safety on purpose: a task
-// failed with the roles' refusal marker (the heatsible_refuse action, e.g.
-// pv_register with a Bound PV), whatever the task is called. Exit code
-// Refused, not HostFailed, so a hook can tell "fix the cluster first" from
-// "broken"; a task that merely fails is HostFailed, whatever its name.
-func refused(res *ansible.Result) bool {
-	if res == nil {
-		return false
-	}
-	for _, e := range res.Events {
-		if e.Kind == ansible.KindResult && e.Refused {
-			return true
-		}
-	}
-	return false
-}
-
-// lockExit is the exit code of a refused or failed lock on the Ansible
-// host.
-func lockExit(err error) int {
-	switch {
-	case errors.Is(err, ansible.ErrLockBusy), errors.Is(err, ansible.ErrLockStale), errors.Is(err, ansible.ErrNoFlock):
-		return fail.Refused
-	case errors.Is(err, context.Canceled):
-		return fail.Interrupted
-	case errors.Is(err, remote.ErrUnreachable), errors.Is(err, remote.ErrSessionEnded):
-		return fail.Unreachable
-	}
-	return fail.Internal
-}
-
 // watchRemoteLock stops the run (stop, with ErrLockLost) when the session
 // holding the cluster's lock on the Ansible host ends while the run goes
 // on over a live connection: someone killed it there, and another run
@@ -403,33 +363,4 @@ func releaseRemote(l *ansible.RemoteLock, remove bool, cfg remote.Config, cluste
 		log.Debug("the cluster's lock record on the Ansible host no longer names this run, or another run holds the lock", "host", cfg.Address)
 	}
 	return nil
-}
-
-func sshExit(err error) int {
-	var hk *remote.HostKeyError
-	if errors.As(err, &hk) || errors.Is(err, remote.ErrUnreachable) {
-		return fail.Unreachable
-	}
-	if errors.Is(err, context.Canceled) {
-		return fail.Interrupted
-	}
-	return fail.Unreachable
-}
-
-func runExit(err error) int {
-	switch {
-	case errors.Is(err, context.Canceled):
-		return fail.Interrupted
-	case errors.Is(err, ansible.ErrUnreachable), errors.Is(err, remote.ErrUnreachable), errors.Is(err, ansible.ErrLockLost):
-		return fail.Unreachable
-	case errors.Is(err, ansible.ErrHostFailed):
-		return fail.HostFailed
-	}
-	var hk *remote.HostKeyError
-	if errors.As(err, &hk) {
-		return fail.Unreachable
-	}
-	// ErrPlaybook (ansible-playbook failed with no host to blame: a syntax
-	// error, a bad option) is heatsible's bug: Internal.
-	return fail.Internal
 }

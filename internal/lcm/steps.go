@@ -201,7 +201,7 @@ func (r *run) connect(ctx context.Context) error {
 		d = dialResult{c, err, since(began)}
 	}
 	if d.err != nil {
-		return fail.With(sshExit(d.err), fmt.Errorf("connecting to the Ansible host: %w", d.err))
+		return fmt.Errorf("connecting to the Ansible host: %w", d.err)
 	}
 	r.client = d.client
 	r.log.Debug("connected to the Ansible host", "took", d.took)
@@ -215,12 +215,12 @@ func (r *run) disconnect(*error) { r.client.Close() }
 // takeRemoteLock takes the cluster's lock on the Ansible host, for the
 // whole remote run: the lock on this machine cannot see another machine.
 func (r *run) takeRemoteLock(ctx context.Context) error {
-	h := r.lock.Holder()
+	h := ansible.Holder(r.lock.Holder())
 	h.Record = r.rec.Dir()
 	locked := time.Now()
 	l, err := r.remoteRunner.Lock(ctx, r.t.Cluster, h, r.o.BreakLock)
 	if err != nil {
-		return fail.With(lockExit(err), err)
+		return err
 	}
 	r.remoteLock = l
 	r.log.Debug("took the cluster's lock on the Ansible host", "took", since(locked))
@@ -233,8 +233,8 @@ func (r *run) releaseRemoteLock(runErr *error) {
 	r.stop(nil)
 	r.remoteLockTracked()
 	if err := releaseRemote(r.remoteLock, r.removeLock, *r.sshCfg, r.t.Cluster, r.o, r.log); err != nil {
-		if *runErr != nil {
-			*runErr = fmt.Errorf("%w; %w", *runErr, err)
+		if *runErr != nil { // the run's exit code, not the release's
+			*runErr = fail.With(fail.Code(*runErr), fmt.Errorf("%w; %w", *runErr, err))
 		} else {
 			r.log.Warn(err.Error())
 		}
@@ -294,7 +294,7 @@ func (r *run) runPhase(ctx context.Context, i int) error {
 		return fail.With(fail.Unreachable, fmt.Errorf("%w; the run was stopped, so that no other run overlaps it: the nodes may be half-configured, re-run the operation (it is idempotent)", cause))
 	}
 	if err != nil {
-		return fail.With(playbookExit(ph.result, err), err)
+		return err
 	}
 	if i == len(r.files.Phases)-1 && ph.emptyPlaybook {
 		// Ansible warns and exits 0 when no host matches; for heatsible

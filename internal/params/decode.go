@@ -10,6 +10,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -52,6 +53,21 @@ func (ps Problems) Error() string {
 
 func (ps *Problems) add(path, format string, a ...any) {
 	*ps = append(*ps, Problem{Path: path, Msg: fmt.Sprintf(format, a...)})
+}
+
+// NameLog makes *ps a masked copy whose last problem names the run log
+// (a run's error found with errors.As: see state.LogNamer), so that the
+// CLI, which prints problems one per line, ends them with "(log: PATH)".
+func (ps *Problems) NameLog(mask func(string) string, log string) {
+	if len(*ps) == 0 {
+		return
+	}
+	c := slices.Clone(*ps)
+	for i := range c {
+		c[i].Msg = mask(c[i].Msg)
+	}
+	c[len(c)-1].Msg += " (log: " + log + ")"
+	*ps = c
 }
 
 // Err returns ps as an error, or nil when there is none.

@@ -23,13 +23,14 @@ import (
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/heatsible/heatsible/internal/fail"
 )
 
 // ErrUnreachable is wrapped by every error that means the host could not be
 // reached or would not let us in: DNS, TCP, timeouts, SSH handshake,
-// authentication and lost connections. Callers map it to the "SSH error"
-// exit code.
-var ErrUnreachable = errors.New("ssh host unreachable")
+// authentication and lost connections. Its exit code is Unreachable.
+var ErrUnreachable = fail.Sentinel(fail.Unreachable, "ssh host unreachable")
 
 // DefaultTimeout bounds the TCP connect plus the SSH handshake when
 // Config.Timeout is zero.
@@ -115,9 +116,19 @@ func SplitAddress(address string) (host string, port int, err error) {
 // Dial connects, verifies the host key and authenticates.
 //
 // Errors wrap ErrUnreachable (network, timeout, handshake, authentication)
-// or are a *HostKeyError (unknown, changed or revoked host key); anything
-// else is a configuration error (unreadable key file, no auth method).
+// or a *HostKeyError (unknown, changed or revoked host key); anything else
+// is a configuration error (unreadable key file, no auth method). Every one
+// has exit code Unreachable: the host could not be reached, or not as
+// configured.
 func Dial(ctx context.Context, cfg Config) (*Client, error) {
+	c, err := dial(ctx, cfg)
+	if err != nil {
+		return nil, fail.With(fail.Unreachable, err)
+	}
+	return c, nil
+}
+
+func dial(ctx context.Context, cfg Config) (*Client, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
+	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/remote"
 	"github.com/heatsible/heatsible/internal/remote/remotetest"
 )
@@ -120,6 +121,9 @@ func TestDialAuth(t *testing.T) {
 				if tt.wantErrIs == nil && errors.Is(err, remote.ErrUnreachable) {
 					t.Errorf("configuration error %v must not be ErrUnreachable", err)
 				}
+				if code := fail.Code(err); code != fail.Unreachable {
+					t.Errorf("exit code %d, want %d: every Dial error is the host not reached as configured", code, fail.Unreachable)
+				}
 				return
 			}
 			if err != nil {
@@ -175,6 +179,9 @@ func TestDialUnreachable(t *testing.T) {
 			})
 			if !errors.Is(err, remote.ErrUnreachable) {
 				t.Fatalf("err = %v, want ErrUnreachable", err)
+			}
+			if code := fail.Code(err); code != fail.Unreachable {
+				t.Errorf("exit code %d, want %d", code, fail.Unreachable)
 			}
 			if d := time.Since(start); d > 5*time.Second {
 				t.Errorf("Dial took %v with a 1s timeout", d)
@@ -265,6 +272,9 @@ func TestHostKeyErrors(t *testing.T) {
 			}
 			if errors.Is(err, remote.ErrUnreachable) {
 				t.Errorf("host key error must not be ErrUnreachable")
+			}
+			if code := fail.Code(err); code != fail.Unreachable {
+				t.Errorf("exit code %d, want %d: a host key refused is a host not reached", code, fail.Unreachable)
 			}
 			if hke.Changed != tt.wantChanged {
 				t.Errorf("Changed = %v, want %v", hke.Changed, tt.wantChanged)

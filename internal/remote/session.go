@@ -3,18 +3,20 @@ package remote
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/heatsible/heatsible/internal/fail"
 )
 
 // ErrSessionEnded is wrapped by Session.ReadLine and Session.Send once the
-// remote command has ended: it ended by itself, or the connection did.
-var ErrSessionEnded = errors.New("remote session ended")
+// remote command has ended: it ended by itself, or the connection did. Its
+// exit code is Unreachable.
+var ErrSessionEnded = fail.Sentinel(fail.Unreachable, "remote session ended")
 
 // Session is a remote command that runs until this side ends it, talked to
 // in lines: its stdin and stdout. It is how heatsible holds something on the

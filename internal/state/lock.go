@@ -12,14 +12,34 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/topology"
 )
 
-// Holder says who holds a cluster lock: the same record here and on the
-// Ansible host (see ansible.RemoteRunner.Lock).
-type Holder = ansible.Holder
+// Holder says who holds a cluster lock. Its JSON is the lock file's; the
+// cluster's lock on the Ansible host names the same holder
+// (ansible.Holder, which has the same fields: lcm converts one into the
+// other).
+type Holder struct {
+	Operation string    `json:"operation"`
+	PID       int       `json:"pid"`
+	Host      string    `json:"host"`
+	Started   time.Time `json:"started"`
+	// Record is the holder's run record on its machine (Host), when known.
+	Record string `json:"record,omitempty"`
+}
+
+func (h Holder) String() string {
+	return fmt.Sprintf("%s (pid %d on %s, started %s)", h.Operation, h.PID, h.Host, h.Started.Format(time.RFC3339))
+}
+
+// LockName is the file name of cluster's lock under Dir().
+func LockName(cluster string) string {
+	if n := topology.SanitizeName(cluster); n != "" {
+		return n + ".lock"
+	}
+	return "cluster.lock"
+}
 
 // Lock is a held per-cluster lock on this machine.
 type Lock struct {
@@ -47,7 +67,7 @@ func Acquire(cluster, operation string, breakStale bool) (*Lock, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
 	}
-	p := filepath.Join(dir, ansible.LockName(cluster))
+	p := filepath.Join(dir, LockName(cluster))
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening the cluster lock: %w", err)

@@ -15,19 +15,18 @@ import (
 	"sync"
 	"time"
 
-	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/fail"
-	"github.com/heatsible/heatsible/internal/params"
 	"github.com/heatsible/heatsible/internal/redact"
-	"github.com/heatsible/heatsible/internal/report"
 	"github.com/heatsible/heatsible/internal/topology"
 )
 
 // Run records: every "heatsible run" leaves one, also when it fails early.
 //
 //	<Dir()>/runs/<cluster>/<UTC timestamp>-<operation>/   0700
-//	  run.log      0600  JSON lines (report.LogLine): start, every Ansible
-//	                     event as it arrived, recap, error, end
+//	  run.log      0600  JSON lines (report.LogLine reads them): start,
+//	                     every Ansible event as it arrived, recap, error,
+//	                     end; the record writes its Lines, the run hands it
+//	                     the others (Log, Summary.Recap)
 //	  report.md    0600  the review report (internal/report), when
 //	                     ansible-playbook ran
 //	  bundle/      0700  the rendered bundle, secrets masked: inventory/
@@ -54,6 +53,38 @@ const (
 	RecordBundle = "bundle"
 )
 
+// Kinds of the Lines a record writes itself (report.LogLine's Kind).
+const (
+	// KindStart opens a run: operation, cluster, where, check, limit, tags.
+	KindStart = "start"
+	// KindError is the run's error and heatsible's exit code.
+	KindError = "error"
+	// KindEnd closes a run: ok and the duration.
+	KindEnd = "end"
+)
+
+// Line is a line of run.log the record writes itself: the start, the error,
+// the end. Its JSON is that of report.LogLine, which reads run.log back.
+type Line struct {
+	Kind string    `json:"kind"`
+	Time time.Time `json:"time"`
+	// KindStart.
+	Operation string   `json:"operation,omitempty"`
+	Cluster   string   `json:"cluster,omitempty"`
+	Where     string   `json:"where,omitempty"`
+	Check     bool     `json:"check,omitempty"`
+	Limit     string   `json:"limit,omitempty"`
+	Tags      []string `json:"tags,omitempty"`
+	Version   string   `json:"version,omitempty"`
+	// ExitCode is heatsible's (KindError, KindEnd).
+	ExitCode *int `json:"exit_code,omitempty"`
+	// KindError.
+	Error string `json:"error,omitempty"`
+	// KindEnd.
+	OK      *bool   `json:"ok,omitempty"`
+	Seconds float64 `json:"seconds,omitempty"`
+}
+
 // recordNameRE matches record directory names, so that pruning never
 // touches anything else.
 var recordNameRE = regexp.MustCompile(`^\d{8}T\d{6}Z-[A-Za-z0-9_.-]+$`)
@@ -76,14 +107,15 @@ type RunInfo struct {
 	Stack        string
 }
 
-// Summary is what a finished run hands its record: the review report is
-// built from it (nil: the run ended before ansible-playbook ran).
+// Summary is what a finished run hands its record, as plain values (nil
+// fields: the run ended before ansible-playbook ran).
 type Summary struct {
-	Operation string
-	Cluster   string
-	Where     string
-	Check     bool
-	Result    *ansible.Result
+	// Recap is run.log's recap line (a report.LogLine), written before the
+	// error and the end.
+	Recap any
+	// Report is the review report (Markdown), written masked to
+	// RecordReport.
+	Report []byte
 }
 
 // Record writes one run's record. Writing a record never fails a run: a
@@ -105,6 +137,9 @@ type Record struct {
 func NewRecord(o RunInfo, log *slog.Logger, started time.Time) *Record {
 	return &Record{o: o, log: log, started: started, mask: redact.New(o.Secrets...)}
 }
+
+// Info is what the record says about its run.
+func (r *Record) Info() RunInfo { return r.o }
 
 // Started is when the run started.
 func (r *Record) Started() time.Time { return r.started }
@@ -128,8 +163,8 @@ func (r *Record) Open(cluster string) {
 		r.log.Warn("cannot write the run record", "error", err)
 		return
 	}
-	r.write(report.LogLine{
-		Event:     ansible.Event{Kind: report.KindStart, Time: r.started.UTC()},
+	r.write(Line{
+		Kind: KindStart, Time: r.started.UTC(),
 		Operation: r.o.Operation, Cluster: cluster, Where: r.o.Where, Check: r.o.Check,
 		Limit: r.o.Limit, Tags: r.o.Tags, Version: r.o.Version,
 	})
@@ -192,7 +227,7 @@ func safeName(s string) string {
 }
 
 // write appends one masked line to run.log; r.mu is held.
-func (r *Record) write(l report.LogLine) {
+func (r *Record) write(l any) {
 	if r.f == nil {
 		return
 	}
@@ -207,9 +242,9 @@ func (r *Record) write(l report.LogLine) {
 
 // Bundle learns the run's secrets (every string of the secrets file, and
 // secretValues) and writes the rendered bundle, masked: files maps a path
-// relative to the bundle to its content; the secrets file goes in with
-// every value masked.
-func (r *Record) Bundle(files map[string][]byte, secrets []byte, secretValues []string) {
+// relative to the bundle to its content; the secrets file goes in as
+// secretsName with every value masked.
+func (r *Record) Bundle(files map[string][]byte, secretsName string, secrets []byte, secretValues []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if m, err := redact.FromYAML(secrets, append(slices.Clone(r.o.Secrets), secretValues...)); err == nil {
@@ -226,7 +261,7 @@ func (r *Record) Bundle(files map[string][]byte, secrets []byte, secretValues []
 	if out == nil {
 		out = map[string][]byte{}
 	}
-	out[ansible.SecretsFile] = masked
+	out[secretsName] = masked
 	for rel, b := range out {
 		if err := r.writeFile(filepath.Join(RecordBundle, filepath.FromSlash(rel)), b); err != nil {
 			r.log.Warn("cannot record the bundle", "file", rel, "error", err)
@@ -266,22 +301,17 @@ func (r *Record) Learn(secrets ...string) {
 	r.mask = redact.New(append(r.mask.Secrets(), secrets...)...)
 }
 
-// OnEvent records each event, then passes it on.
-func (r *Record) OnEvent(next func(ansible.Event)) func(ansible.Event) {
-	return func(e ansible.Event) {
-		r.mu.Lock()
-		r.write(report.LogLine{Event: e})
-		r.mu.Unlock()
-		if next != nil {
-			next(e)
-		}
-	}
+// Log appends line (an ansible event, as it arrives) to run.log, masked.
+func (r *Record) Log(line any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.write(line)
 }
 
 // Finish writes the recap, the error and the end, the review report (when
-// s has a Result), and closes the record. It returns the record's
-// directory ("" when no record was written) and err with " (log: PATH)"
-// appended (same exit code).
+// s has them), and closes the record. It returns the record's directory
+// ("" when no record was written) and err with " (log: PATH)" appended
+// (same exit code).
 func (r *Record) Finish(s *Summary, err error) (string, error) {
 	if r.dir == "" && !r.broken {
 		r.Open(r.fallbackCluster())
@@ -292,35 +322,25 @@ func (r *Record) Finish(s *Summary, err error) (string, error) {
 		return "", err
 	}
 	now := time.Now().UTC()
-	var res *ansible.Result
-	if s != nil {
-		res = s.Result
+	if s == nil {
+		s = &Summary{}
 	}
-	if res != nil {
-		code := res.ExitCode
-		r.write(report.LogLine{
-			Event:   ansible.Event{Kind: report.KindRecap, Time: res.Finished.UTC()},
-			Command: res.Command, Recap: res.Recap, Complete: res.RecapComplete, ExitCode: &code,
-		})
+	if s.Recap != nil {
+		r.write(s.Recap)
 	}
 	code := fail.Code(err)
 	if err != nil {
-		r.write(report.LogLine{Event: ansible.Event{Kind: report.KindError, Time: now}, Error: err.Error(), ExitCode: &code})
+		r.write(Line{Kind: KindError, Time: now, Error: err.Error(), ExitCode: &code})
 	}
 	ok := err == nil
-	r.write(report.LogLine{Event: ansible.Event{Kind: report.KindEnd, Time: now}, OK: &ok, ExitCode: &code, Seconds: now.Sub(r.started).Seconds()})
+	r.write(Line{Kind: KindEnd, Time: now, OK: &ok, ExitCode: &code, Seconds: now.Sub(r.started).Seconds()})
 	if cerr := r.f.Close(); cerr != nil {
 		r.log.Warn("cannot write the run log", "error", cerr)
 	}
 	r.f = nil
-	if res != nil {
-		rep := report.Build(report.Input{Operation: s.Operation, Cluster: s.Cluster, Where: s.Where, Check: s.Check,
-			Limit: r.o.Limit, Tags: r.o.Tags, Result: res, Err: err})
-		var sb strings.Builder
-		if rep.WriteMarkdown(&sb) == nil {
-			if werr := r.writeFile(RecordReport, []byte(sb.String())); werr != nil {
-				r.log.Warn("cannot write the run's report", "error", werr)
-			}
+	if s.Report != nil {
+		if werr := r.writeFile(RecordReport, s.Report); werr != nil {
+			r.log.Warn("cannot write the run's report", "error", werr)
 		}
 	}
 	if err != nil {
@@ -355,24 +375,22 @@ type loggedError struct {
 func (e *loggedError) Error() string { return e.mask.Mask(e.err.Error()) + " (log: " + e.log + ")" }
 func (e *loggedError) Unwrap() error { return e.err }
 
-// As gives the CLI, which prints params.Problems one per line instead of
-// the error's text, problems whose last one names the log: so that every
+// LogNamer is an error the CLI prints otherwise than by its text
+// (params.Problems, one problem per line): found in a run's error with
+// errors.As, it is told to mask itself and name the log, so that every
 // error printed by "run" ends with "(log: PATH)".
+type LogNamer interface {
+	NameLog(mask func(string) string, log string)
+}
+
+// As finds target in the run's error; a LogNamer found is told the log.
 func (e *loggedError) As(target any) bool {
-	p, ok := target.(*params.Problems)
-	if !ok {
+	if !errors.As(e.err, target) {
 		return false
 	}
-	var ps params.Problems
-	if !errors.As(e.err, &ps) || len(ps) == 0 {
-		return false
+	if n, ok := target.(LogNamer); ok {
+		n.NameLog(e.mask.Mask, e.log)
 	}
-	ps = slices.Clone(ps)
-	for i := range ps {
-		ps[i].Msg = e.mask.Mask(ps[i].Msg)
-	}
-	ps[len(ps)-1].Msg += " (log: " + e.log + ")"
-	*p = ps
 	return true
 }
 
@@ -431,9 +449,9 @@ func (r *Record) Abandon() string {
 		now := time.Now().UTC()
 		code := fail.Interrupted
 		ok := false
-		r.write(report.LogLine{Event: ansible.Event{Kind: report.KindError, Time: now},
+		r.write(Line{Kind: KindError, Time: now,
 			Error: "exited at once on a second signal, without finishing the cleanup", ExitCode: &code})
-		r.write(report.LogLine{Event: ansible.Event{Kind: report.KindEnd, Time: now}, OK: &ok, ExitCode: &code, Seconds: now.Sub(r.started).Seconds()})
+		r.write(Line{Kind: KindEnd, Time: now, OK: &ok, ExitCode: &code, Seconds: now.Sub(r.started).Seconds()})
 		_ = r.f.Close()
 		r.f = nil
 	}

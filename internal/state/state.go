@@ -1,9 +1,11 @@
 // Package state is what heatsible keeps on this machine between runs, under
 // Dir(): the per-cluster lock (an flock whose file names its holder) and the
 // run records (runs/CLUSTER/TIMESTAMP-OPERATION/: run.log, report.md and
-// the rendered bundle, every secret masked). It is handed plain values (the
-// run's options as RunInfo, the rendered files as a map, the runner's
-// Result) and never reaches back into package lcm, which drives it.
+// the rendered bundle, every secret masked). It owns its types and is handed
+// plain values (the run's options as RunInfo, the rendered files as a map,
+// run.log lines and the review report as a Summary): it imports none of the
+// packages that make them (ansible, params, report) and never reaches back
+// into package lcm, which drives it.
 package state
 
 import (
