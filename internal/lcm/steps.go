@@ -103,8 +103,11 @@ type run struct {
 	// The trackers of what an exit at once leaves behind (leftovers.go),
 	// and the bundle's removal.
 	releaseLockTracked, remoteLockTracked, bundleClosed func()
-	out                                                 *RunOutcome
-	ph                                                  *phaseRunner
+	// begun is the run's outcome from the check step on; out is what Run
+	// returns: begun once a phase has run (nil when the run stops
+	// before: it did nothing to report).
+	begun, out *RunOutcome
+	ph         *phaseRunner
 }
 
 // steps are the run's steps, in order. Building them runs nothing.
@@ -138,7 +141,7 @@ func (r *run) steps() []step {
 	if r.files.VIM != nil {
 		steps = append(steps, step{title: "prepare Tacker's Kubernetes VIM from what k8s_vim left", run: r.finishVIM})
 	}
-	last := step{title: "release the cluster's locks (after a failure too)", run: func(context.Context) error { return nil }}
+	last := step{title: "release the cluster's locks (after a failure too)", run: r.release}
 	if r.op.Name == render.OpTerminateEnd {
 		last = step{title: "remove the cluster's locks: the cluster is gone (released only, with --check or after a failure)", run: r.markRemoval}
 	}
@@ -248,7 +251,7 @@ func (r *run) releaseRemoteLock(runErr *error) {
 func (r *run) checkAnsibles(ctx context.Context) error {
 	// Records are pruned only now that this run holds the cluster's locks.
 	r.rec.Prune()
-	r.out = &RunOutcome{Operation: r.o.Operation, Cluster: r.t.Cluster, Where: r.where, Check: r.o.Check, Topology: r.t, Started: r.start}
+	r.begun = &RunOutcome{Operation: r.o.Operation, Cluster: r.t.Cluster, Where: r.where, Check: r.o.Check, Topology: r.t, Started: r.start}
 	r.ph = &phaseRunner{o: r.o, files: r.files, bundle: r.bundle, runner: r.runner, fileOps: r.fileOps, remote: r.remoteRunner, cluster: r.t.Cluster, log: r.log}
 	ph, t := r.ph, r.t
 	if r.remoteLock != nil {
@@ -288,6 +291,7 @@ func (r *run) preflight(ctx context.Context) error { return r.ph.preflight(ctx) 
 // heatsible's playbook ran on some host.
 func (r *run) runPhase(ctx context.Context, i int) error {
 	ph := r.ph
+	r.out = r.begun
 	err := ph.runOne(ctx, i)
 	r.out.Result, r.out.Duration = ph.result, time.Since(r.start)
 	if cause := context.Cause(ctx); err != nil && errors.Is(cause, ansible.ErrLockLost) && !errors.Is(err, remote.ErrUnreachable) {
@@ -305,6 +309,7 @@ func (r *run) runPhase(ctx context.Context, i int) error {
 }
 
 func (r *run) finishVIM(context.Context) error {
+	r.out = r.begun
 	v, err := r.ph.finishVIM(r.t, r.rec)
 	r.out.VIM = v
 	return err
@@ -312,10 +317,18 @@ func (r *run) finishVIM(context.Context) error {
 
 // markRemoval has the release remove the cluster's locks: terminate-end
 // took the cluster away (not with --check, which changed nothing).
-func (r *run) markRemoval(context.Context) error {
+func (r *run) markRemoval(ctx context.Context) error {
+	_ = r.release(ctx)
 	if !r.o.Check {
 		r.lock.Remove()
 		r.removeLock = true
 	}
+	return nil
+}
+
+// release ends the run's steps with its outcome; the locks go in the
+// cleanups of the steps that took them, which run after a failure too.
+func (r *run) release(context.Context) error {
+	r.out = r.begun
 	return nil
 }
