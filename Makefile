@@ -1,5 +1,6 @@
 # heatsible. `make help` lists the targets.
 GO       ?= go
+PYTHON   ?= python3
 BIN      := bin/heatsible
 GOFLAGS  ?=
 export GOTOOLCHAIN := local
@@ -31,25 +32,37 @@ deps:
 unit: role-tests
 	$(GO) test ./...
 
-# The roles' filter plugins (Python, run on the controller), on recorded
-# outputs of the real tools. No __pycache__: go:embed would ship it.
+# The Python tests: the collection heatsible.nfv's plugins (filters run on
+# the controller, on recorded outputs of the real tools; modules), in
+# ansible-test units' layout, imported as ansible_collections.heatsible.nfv
+# from a temporary tree whose nfv is a symlink to collection/; and the
+# roles' own host-side scripts (roles/*/tests), with $(PYTHON). No
+# __pycache__: go:embed would ship it.
 role-tests:
-	@for d in roles/*/tests roles/filter_tests; do [ -d "$$d" ] || continue; \
-	  PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s "$$d" || exit 1; done
+	@t=$$(mktemp -d) && trap 'rm -rf "$$t"' EXIT && mkdir -p "$$t/ansible_collections/heatsible" && \
+	  ln -s "$(CURDIR)/collection" "$$t/ansible_collections/heatsible/nfv" && \
+	  for d in collection/tests/unit/plugins/* roles/*/tests; do [ -d "$$d" ] || continue; \
+	  PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$$t" $(PYTHON) -m unittest discover -s "$$d" || exit 1; done
 
 # Everything, on a fresh machine too: the README's test command and what CI runs.
 test: deps build
 	scripts/test-all.sh
 
 # ansible-lint: every role, with .ansible-lint (profile production, strict:
-# warnings fail too) and every role's filter plugins on the path (without
-# them ansible-lint mocks the filters it does not find and cannot check the
-# expressions that use them).
+# warnings fail too) and the collection heatsible.nfv on the collections
+# path, laid as a run bundle lays it (a temporary tree whose nfv is a
+# symlink to collection/): without it ansible-lint cannot resolve the
+# roles' heatsible.nfv.* modules and mocks the filters, checking nothing
+# behind them. The path names the tree's ansible_collections/ itself, which
+# Ansible takes as the tree: Debian's ansible-lint 6.13 loads collections,
+# under ansible-core 2.14, from the directory above ANSIBLE_COLLECTIONS_PATH.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
 	$(GO) vet ./...
-	ANSIBLE_FILTER_PLUGINS=$$(ls -d $(CURDIR)/roles/*/filter_plugins | paste -sd:) \
-	  ansible-lint --offline -c .ansible-lint roles/*/
+	@t=$$(mktemp -d) && trap 'rm -rf "$$t"' EXIT && mkdir -p "$$t/ansible_collections/heatsible" && \
+	  ln -s "$(CURDIR)/collection" "$$t/ansible_collections/heatsible/nfv" && \
+	  echo "ANSIBLE_COLLECTIONS_PATH=$$t/ansible_collections ansible-lint --offline -c .ansible-lint roles/*/" && \
+	  ANSIBLE_COLLECTIONS_PATH="$$t/ansible_collections" ansible-lint --offline -c .ansible-lint roles/*/
 	shellcheck -x scripts/*.sh bench/*.sh testbed/bin/bed testbed/*/*.sh testbed/kubeadm/kubelet .ci/run roles/*/files/*.sh
 
 # One end-to-end test N times in a row on the running bed (scripts/e2e-repeat.sh).

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/heatsible/heatsible/collection"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -128,8 +130,7 @@ func TestSyntaxCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmd := exec.Command("ansible-playbook", "--syntax-check", "-i", inv, pb)
-		rolesDir, _ := filepath.Abs("../roles")
-		cmd.Env = append(os.Environ(), "ANSIBLE_ROLES_PATH="+rolesDir, "ANSIBLE_HOME="+dir, "ANSIBLE_LOCAL_TEMP="+dir)
+		cmd.Env = ansibleEnv(t, dir)
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("%s: %v\n%s", x.name, err, b)
 		}
@@ -189,8 +190,7 @@ func TestRenderLiteral(t *testing.T) {
 				t.Fatal(err)
 			}
 			cmd := exec.Command("ansible-playbook", "--list-hosts", "-i", inv, pb)
-			rolesDir, _ := filepath.Abs("../roles")
-			cmd.Env = append(os.Environ(), "ANSIBLE_ROLES_PATH="+rolesDir, "ANSIBLE_HOME="+dir, "ANSIBLE_LOCAL_TEMP="+dir)
+			cmd.Env = ansibleEnv(t, dir)
 			b, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("%v\n%s", err, b)
@@ -205,4 +205,20 @@ func TestRenderLiteral(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ansibleEnv is ansible-playbook's environment for a playbook in dir: the
+// repository's roles, and the collection heatsible.nfv they call, laid as a
+// run bundle lays it.
+func ansibleEnv(t *testing.T, dir string) []string {
+	t.Helper()
+	rolesDir, err := filepath.Abs("../roles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	colls, err := collection.Lay(filepath.Join(dir, "collections"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(os.Environ(), "ANSIBLE_ROLES_PATH="+rolesDir, "ANSIBLE_COLLECTIONS_PATH="+colls, "ANSIBLE_HOME="+dir, "ANSIBLE_LOCAL_TEMP="+dir)
 }

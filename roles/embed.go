@@ -5,8 +5,10 @@ package roles
 import "embed"
 
 // FS holds the role directories (see Names and Helpers) at its root,
-// without names starting with "." or "_" (no __pycache__ of the filter
-// plugins' tests), ready to be copied as an Ansible roles path.
+// without names starting with "." or "_" (no __pycache__ of the roles'
+// script tests), ready to be copied as an Ansible roles path. Their
+// modules, action plugins and filters are the collection heatsible.nfv's
+// (package collection), which a run bundle carries beside them.
 //
 //go:embed cinder_volume nfs_server nfs_client pv_register k8s_node k8s_join external_lb kubeconfig apt_wait k8s_vim
 var FS embed.FS

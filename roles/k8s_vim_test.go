@@ -347,7 +347,7 @@ func TestK8sVIMRole(t *testing.T) {
 	})
 }
 
-// TestControllerFileAction: heatsible_controller_file (k8s_vim's action
+// TestControllerFileAction: heatsible.nfv.controller_file (k8s_vim's action
 // plugin) writes the content literally to a new 0600 file on the
 // controller; a file or a symlink already at dest is replaced, never
 // followed or reused; check mode writes nothing; a bad dest fails (no_log
@@ -355,10 +355,6 @@ func TestK8sVIMRole(t *testing.T) {
 func TestControllerFileAction(t *testing.T) {
 	if _, err := exec.LookPath("ansible-playbook"); err != nil {
 		t.Skip("ansible-playbook is not on PATH (CI installs Debian's ansible)")
-	}
-	role, err := filepath.Abs("k8s_vim")
-	if err != nil {
-		t.Fatal(err)
 	}
 	const secret = `tok-{{ 7*7 }}-{% raw %}-'"\-$HOME-é`
 	play := func(t *testing.T, dest string, check bool) (string, error) {
@@ -373,8 +369,8 @@ func TestControllerFileAction(t *testing.T) {
 			t.Fatal(err)
 		}
 		site := "- hosts: localhost\n  gather_facts: false\n  tasks:\n" +
-			"    - heatsible_controller_file:\n        content: \"{{ s }}\"\n        dest: \"{{ d }}\"\n      no_log: true\n" +
-			"    - heatsible_controller_file:\n        content: \"{{ {'token': s} | to_json }}\"\n        dest: \"{{ d }}.json\"\n      no_log: true\n"
+			"    - heatsible.nfv.controller_file:\n        content: \"{{ s }}\"\n        dest: \"{{ d }}\"\n      no_log: true\n" +
+			"    - heatsible.nfv.controller_file:\n        content: \"{{ {'token': s} | to_json }}\"\n        dest: \"{{ d }}.json\"\n      no_log: true\n"
 		if err := os.WriteFile(filepath.Join(dir, "site.yml"), []byte(site), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -384,8 +380,7 @@ func TestControllerFileAction(t *testing.T) {
 		}
 		cmd := exec.Command("ansible-playbook", args...)
 		cmd.Dir = dir
-		cmd.Env = append(ansibleEnv(t), "ANSIBLE_ACTION_PLUGINS="+filepath.Join(role, "action_plugins"),
-			"ANSIBLE_LIBRARY="+filepath.Join(role, "library"), "ANSIBLE_LOCALHOST_WARNING=false")
+		cmd.Env = append(ansibleEnv(t), "ANSIBLE_LOCALHOST_WARNING=false") // the collection's action
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}

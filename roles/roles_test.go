@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/heatsible/heatsible/collection"
 )
 
 func TestFSHasEveryRole(t *testing.T) {
@@ -40,14 +42,25 @@ func TestFSHasEveryRole(t *testing.T) {
 }
 
 // ansibleEnv keeps Ansible's caches and temp files inside the test's
-// temporary directory.
+// temporary directory, and puts the embedded collection heatsible.nfv (the
+// roles' modules, action plugins and filters) on the collections path, as
+// a run bundle does.
 func ansibleEnv(t *testing.T) []string {
+	t.Helper()
 	tmp := t.TempDir()
+	colls, err := collection.Lay(filepath.Join(tmp, "collections"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	return append(os.Environ(),
 		"ANSIBLE_LOCAL_TEMP="+filepath.Join(tmp, "local"),
 		"ANSIBLE_HOME="+filepath.Join(tmp, "home"),
+		// The tree's ansible_collections/ itself, which Ansible takes as
+		// the tree: Debian's ansible-lint 6.13 loads collections, under
+		// ansible-core 2.14, from the directory above the path it names.
+		"ANSIBLE_COLLECTIONS_PATH="+filepath.Join(colls, "ansible_collections"),
 		"ANSIBLE_NOCOLOR=1",
-		// no __pycache__ in the roles' filter_plugins: go:embed would ship it
+		// no __pycache__ in the collection's plugins: go:embed would ship it
 		"PYTHONDONTWRITEBYTECODE=1",
 		"ANSIBLE_FORCE_COLOR=0",
 		"NO_COLOR=1",
@@ -78,19 +91,15 @@ func TestAnsibleLint(t *testing.T) {
 		t.Skip("ansible-lint is not on PATH (CI installs Debian's ansible-lint)")
 	}
 	// As make lint runs it: the repository's .ansible-lint (production
-	// profile, strict, offline), every role, and the roles' filter plugins
-	// loaded (without them ansible-lint mocks the filters it cannot find
-	// and checks nothing behind them).
-	var dirs, filters []string
+	// profile, strict, offline), every role, and the collection
+	// heatsible.nfv on the collections path (without it ansible-lint cannot
+	// resolve the roles' heatsible.nfv.* modules and mocks the filters,
+	// checking nothing behind them).
+	var dirs []string
 	for _, r := range append(append([]string{}, Names...), Helpers...) {
 		dirs = append(dirs, "roles/"+r+"/")
-		if fi, err := os.Stat(filepath.Join(r, "filter_plugins")); err == nil && fi.IsDir() {
-			abs, _ := filepath.Abs(filepath.Join(r, "filter_plugins"))
-			filters = append(filters, abs)
-		}
 	}
-	env := append(ansibleEnv(t), "ANSIBLE_FILTER_PLUGINS="+strings.Join(filters, ":"))
-	run(t, "..", env, "ansible-lint", append([]string{"--nocolor", "-c", ".ansible-lint"}, dirs...)...)
+	run(t, "..", ansibleEnv(t), "ansible-lint", append([]string{"--nocolor", "-c", ".ansible-lint"}, dirs...)...)
 }
 
 const syntaxPlaybook = `---
@@ -194,57 +203,8 @@ func TestCinderVolumeRefusals(t *testing.T) {
 	}
 }
 
-// TestRefuseActionInEveryRole: every role carries the same heatsible_refuse
-// action plugin and module (see docs/hooks.md), so a refusal can be added
-// to any role and each role works on its own.
-func TestRefuseActionInEveryRole(t *testing.T) {
-	for _, f := range []string{"action_plugins/heatsible_refuse.py", "library/heatsible_refuse.py"} {
-		want, err := fs.ReadFile(FS, Names[0]+"/"+f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, name := range Names[1:] {
-			got, err := fs.ReadFile(FS, name+"/"+f)
-			if err != nil {
-				t.Errorf("%s: %v", name, err)
-				continue
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s/%s differs from %s/%s: copy it", name, f, Names[0], f)
-			}
-		}
-	}
-}
-
-// TestHeatsibleFilesCopiesAreOne: the roles that write files with
-// heatsible_files (nfs_server, cinder_volume) carry identical copies of it
-// (each role works on its own; its tests are in nfs_server/tests, run by
-// make role-tests), and every role whose tasks use it carries it.
-func TestHeatsibleFilesCopiesAreOne(t *testing.T) {
-	const f = "library/heatsible_files.py"
-	want, err := fs.ReadFile(FS, "nfs_server/"+f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range Names {
-		uses := false
-		for _, tasks := range []string{"tasks/main.yml", "tasks/converge.yml"} {
-			if b, err := fs.ReadFile(FS, name+"/"+tasks); err == nil && bytes.Contains(b, []byte("\n  heatsible_files:")) {
-				uses = true
-			}
-		}
-		got, err := fs.ReadFile(FS, name+"/"+f)
-		switch {
-		case err != nil && uses:
-			t.Errorf("%s uses heatsible_files and has no %s: copy nfs_server's", name, f)
-		case err == nil && !bytes.Equal(got, want):
-			t.Errorf("%s/%s differs from nfs_server/%s: copy it", name, f, f)
-		}
-	}
-}
-
 // TestRefusalsAreMarked: a task of the roles whose name says it refuses
-// ("Refuse ...") refuses through heatsible_refuse: the name alone means
+// ("Refuse ...") refuses through heatsible.nfv.refuse: the name alone means
 // nothing to heatsible (a failed task without the marker is exit code 4).
 func TestRefusalsAreMarked(t *testing.T) {
 	var walk func(file string, tasks []map[string]any)
@@ -252,8 +212,8 @@ func TestRefusalsAreMarked(t *testing.T) {
 		for _, task := range tasks {
 			name, _ := task["name"].(string)
 			if strings.HasPrefix(name, "Refuse") {
-				if _, ok := task["heatsible_refuse"]; !ok {
-					t.Errorf("%s: task %q refuses without heatsible_refuse: heatsible would report it as a failure (exit 4), not a refusal (6)", file, name)
+				if _, ok := task["heatsible.nfv.refuse"]; !ok {
+					t.Errorf("%s: task %q refuses without heatsible.nfv.refuse: heatsible would report it as a failure (exit 4), not a refusal (6)", file, name)
 				}
 			}
 			for _, k := range []string{"block", "rescue", "always"} {
@@ -292,7 +252,7 @@ func TestRefusalsAreMarked(t *testing.T) {
 }
 
 // TestNoCompiledPython: the embedded roles carry no __pycache__ (the
-// filter plugins' tests compile them on this machine; embedding without
+// roles' script tests compile them on this machine; embedding without
 // "all:" leaves out names starting with "_" or ".").
 func TestNoCompiledPython(t *testing.T) {
 	err := fs.WalkDir(FS, ".", func(p string, d fs.DirEntry, err error) error {

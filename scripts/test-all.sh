@@ -59,7 +59,7 @@ phase "TestTacker on the bed (every scenario through the bed's Tacker); beside i
 side_log=$(mktemp)
 (
   set -e
-  phase "(beside TestTacker) the roles' filter plugins and host-side scripts (Python unit tests, roles/*/tests and roles/filter_tests)"
+  phase "(beside TestTacker) the roles' filter plugins and host-side scripts (Python unit tests, collection/tests/unit and roles/*/tests)"
   make --no-print-directory role-tests
   phase "(beside TestTacker) the newest ansible-core (2.19) and ansible-lint: role and event-parser tests (make matrix-unit runs every version, and lcm, redact, report, cmd, external-lb under each)"
   MATRIX_P=2 MATRIX_MORE=0 testbed/ansible/matrix.sh unit core-2.19

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/heatsible/heatsible/collection"
 )
 
 // playbook runs the external_lb role on this machine, as heatsible's play
@@ -53,8 +55,13 @@ func runRole(t *testing.T, dir string, vars map[string]any, check bool) (recap, 
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "ansible-playbook", args...)
 	cmd.Dir = dir
+	colls, err := collection.Lay(filepath.Join(dir, "collections"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd.Env = append(os.Environ(),
 		"ANSIBLE_ROLES_PATH="+roles,
+		"ANSIBLE_COLLECTIONS_PATH="+colls, // heatsible.nfv, the role's plugins
 		"ANSIBLE_LOCAL_TEMP="+filepath.Join(dir, "ansible-local"),
 		"ANSIBLE_REMOTE_TEMP="+filepath.Join(dir, "ansible-remote"),
 		"ANSIBLE_HOME="+filepath.Join(dir, "ansible-home"),

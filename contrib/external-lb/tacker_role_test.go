@@ -213,12 +213,12 @@ func TestTackerRoleOnLocalhost(t *testing.T) {
 	refusal(t, "two backends", out)
 }
 
-// refusal checks that the play failed through heatsible_refuse (exit code
+// refusal checks that the play failed through heatsible.nfv.refuse (exit code
 // 6 in heatsible) and logs its message.
 func refusal(t *testing.T, what, out string) {
 	t.Helper()
 	if !strings.Contains(out, `"heatsible_refused": true`) {
-		t.Errorf("%s: not a heatsible_refuse refusal:\n%s", what, out)
+		t.Errorf("%s: not a heatsible.nfv.refuse refusal:\n%s", what, out)
 	}
 	t.Logf("%s: %s", what, fatalMsg(out))
 }

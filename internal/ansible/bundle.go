@@ -1,5 +1,5 @@
 // Package ansible stages a per-run Ansible bundle (inventory, playbook,
-// roles, vars, a 0600 secrets file, known_hosts, a tuned ansible.cfg), runs
+// roles, collections, vars, a 0600 secrets file, known_hosts, a tuned ansible.cfg), runs
 // ansible-playbook on it locally or on the Ansible host over SSH, and turns
 // the output of heatsible's own stdout callback (CallbackName, staged into
 // every bundle) into live events and a per-host recap.
@@ -34,9 +34,13 @@ import (
 
 // Bundle layout, relative to the bundle's root.
 const (
-	InventoryDir   = "inventory"
-	PlaybookFile   = "playbook.yml"
-	RolesDir       = "roles"
+	InventoryDir = "inventory"
+	PlaybookFile = "playbook.yml"
+	RolesDir     = "roles"
+	// CollectionsDir is the bundle's collections path entry: a collection
+	// "ns.name" of BundleSpec.Collections is laid at
+	// collections/ansible_collections/ns/name.
+	CollectionsDir = "collections"
 	GroupVarsDir   = InventoryDir + "/group_vars"
 	SecretsFile    = "secrets.yml"
 	ConfigFile     = "ansible.cfg"
@@ -87,6 +91,12 @@ type BundleSpec struct {
 	Playbook []byte
 	// Roles is copied to roles/ (its top level holds the role directories).
 	Roles fs.FS
+	// Collections maps an Ansible collection's name ("heatsible.nfv") to
+	// its tree (galaxy.yml at its root), copied to
+	// collections/ansible_collections/<namespace>/<name>: the first entry
+	// of the run's collections_path, so that a collection of the same name
+	// installed on the Ansible host never shadows it.
+	Collections map[string]fs.FS
 	// GroupVars maps a group name ("all", "nfs_server", ...) to the content
 	// of inventory/group_vars/<group>.yml. Nothing secret goes here.
 	GroupVars map[string][]byte
@@ -145,6 +155,9 @@ var (
 	groupNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 	varsFileRE  = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*\.yml$`)
 	nameRE      = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+	// collectionRE is a collection's name, namespace.name (Galaxy's rules:
+	// lower-case letters, digits and underscores, not starting with a digit).
+	collectionRE = regexp.MustCompile(`^([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_]*)$`)
 )
 
 // NewBundle writes spec into a fresh directory (os.MkdirTemp, 0700).
@@ -287,6 +300,27 @@ func (b *Bundle) write() error {
 			return fmt.Errorf("copying roles: %w", err)
 		}
 	}
+	if err := os.MkdirAll(filepath.Join(b.Dir, CollectionsDir, "ansible_collections"), 0o755); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(b.spec.Collections))
+	for name := range b.spec.Collections {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		m := collectionRE.FindStringSubmatch(name)
+		if m == nil {
+			return fmt.Errorf("collection %q: want namespace.name (lower-case letters, digits, underscores)", name)
+		}
+		dst := filepath.Join(b.Dir, CollectionsDir, "ansible_collections", m[1], m[2])
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return err
+		}
+		if err := copyFS(b.spec.Collections[name], dst); err != nil {
+			return fmt.Errorf("copying collection %s: %w", name, err)
+		}
+	}
 	for rel, data := range b.spec.Files {
 		clean := path.Clean(rel)
 		if _, vars := b.spec.VarsFiles[clean]; vars || path.IsAbs(clean) || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") || b.reserved(clean) {
@@ -311,7 +345,7 @@ func (b *Bundle) write() error {
 func (b *Bundle) reserved(rel string) bool {
 	top, _, _ := strings.Cut(rel, "/")
 	switch top {
-	case InventoryDir, RolesDir, SecretsFile, ConfigFile, KnownHostsFile, MarkerFile, TmpDir, PlaybookFile, CallbackDir:
+	case InventoryDir, RolesDir, CollectionsDir, SecretsFile, ConfigFile, KnownHostsFile, MarkerFile, TmpDir, PlaybookFile, CallbackDir:
 		return true
 	}
 	return false
@@ -371,7 +405,11 @@ func copyFS(src fs.FS, dst string) error {
 // Config renders ansible.cfg for a bundle located at root (the local Dir,
 // or the staging directory on the Ansible host).
 //
-// Choices: heatsible's stdout callback (one JSON object per event,
+// Choices: the bundle's collections first on collections_path, then
+// Ansible's default places (~/.ansible/collections, where ansible-galaxy
+// installs, and /usr/share/ansible/collections; the collections of
+// Python's sys.path, a venv's or Debian's ansible package's, are searched
+// after these whatever the setting); heatsible's stdout callback (one JSON object per event,
 // streamed);
 // smart gathering (facts gathered once per host per run, however many plays
 // address it; plays that say gather_facts: false are honoured); pipelining
@@ -381,7 +419,12 @@ func copyFS(src fs.FS, dst string) error {
 func (b *Bundle) Config(root string) []byte {
 	settings := map[string]map[string]string{
 		"defaults": {
-			"roles_path":          root + "/" + RolesDir,
+			"roles_path": root + "/" + RolesDir,
+			// collections_path: the name every ansible-core since 2.10
+			// reads (2.14-2.18 also read collections_paths, which 2.19
+			// no longer does). The playbook's own collections/ (this
+			// directory, as playbook.yml is beside it) comes first anyway.
+			"collections_path":    root + "/" + CollectionsDir + ":~/.ansible/collections:/usr/share/ansible/collections",
 			"local_tmp":           root + "/" + TmpDir,
 			"forks":               fmt.Sprint(b.spec.Forks),
 			"timeout":             fmt.Sprint(b.spec.Timeout),

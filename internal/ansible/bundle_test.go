@@ -3,6 +3,7 @@ package ansible
 import (
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,6 +26,10 @@ func minimalSpec(t *testing.T) BundleSpec {
 			"probe/tasks/main.yml":    {Data: []byte("---\n[]\n")},
 			"probe/defaults/main.yml": {Data: []byte("---\n{}\n")},
 		},
+		Collections: map[string]fs.FS{"heatsible.nfv": fstest.MapFS{
+			"galaxy.yml":               {Data: []byte("namespace: heatsible\nname: nfv\n")},
+			"plugins/action/refuse.py": {Data: []byte("# action\n")},
+		}},
 		GroupVars: map[string][]byte{
 			"all":                []byte("probe_dir: /tmp/x\n"),
 			"kube_control_plane": []byte("ansible_password: \"{{ heatsible_secrets.master_password }}\"\n"),
@@ -53,10 +58,12 @@ func TestNewBundleLayout(t *testing.T) {
 		"inventory/group_vars/kube_control_plane.yml": 0o644,
 		PlaybookFile:                 0o644,
 		"roles/probe/tasks/main.yml": 0o644,
-		"manifests/pv1.yaml":         0o644,
-		KnownHostsFile:               0o644,
-		ConfigFile:                   0o644,
-		TmpDir:                       os.ModeDir | 0o700,
+		"collections/ansible_collections/heatsible/nfv/galaxy.yml":               0o644,
+		"collections/ansible_collections/heatsible/nfv/plugins/action/refuse.py": 0o644,
+		"manifests/pv1.yaml": 0o644,
+		KnownHostsFile:       0o644,
+		ConfigFile:           0o644,
+		TmpDir:               os.ModeDir | 0o700,
 	} {
 		st, err := os.Stat(filepath.Join(b.Dir, rel))
 		if err != nil {
@@ -81,6 +88,8 @@ func TestNewBundleLayout(t *testing.T) {
 		"stdout_callback = heatsible_jsonl\n",
 		"callback_plugins = /stage/callback_plugins\n",
 		"roles_path = /stage/roles\n",
+		// the bundle's collections first, then Ansible's default places
+		"collections_path = /stage/collections:~/.ansible/collections:/usr/share/ansible/collections\n",
 		"[ssh_connection]\n",
 		"pipelining = True\n",
 		`ssh_args = -o UserKnownHostsFile="/stage/known_hosts" -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes -o ControlMaster=auto -o ControlPersist=60s` + "\n",
@@ -128,6 +137,11 @@ func TestNewBundleRejects(t *testing.T) {
 		{"inventory extension", func(s *BundleSpec) { s.InventoryName = "hosts.txt" }, "want a .yml"},
 		{"bad group name", func(s *BundleSpec) { s.GroupVars = map[string][]byte{"../x": nil} }, "invalid group name"},
 		{"extra file escaping", func(s *BundleSpec) { s.Files = map[string][]byte{"../evil": nil} }, "extra file"},
+		{"extra file in the collections", func(s *BundleSpec) {
+			s.Files = map[string][]byte{"collections/ansible_collections/heatsible/nfv/plugins/action/refuse.py": nil}
+		}, "extra file"},
+		{"collection name", func(s *BundleSpec) { s.Collections = map[string]fs.FS{"../nfv": fstest.MapFS{}} }, "want namespace.name"},
+		{"collection name without namespace", func(s *BundleSpec) { s.Collections = map[string]fs.FS{"nfv": fstest.MapFS{}} }, "want namespace.name"},
 		{"extra file over secrets", func(s *BundleSpec) { s.Files = map[string][]byte{SecretsFile: nil} }, "extra file"},
 		{"broken secrets yaml", func(s *BundleSpec) { s.Secrets = []byte("a: [") }, "parsing secrets YAML"},
 	}

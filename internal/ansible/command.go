@@ -188,9 +188,9 @@ func Command(b *Bundle, root string, opts PlaybookOptions) ([]string, error) {
 // environment heatsible runs in (locally, or the login session on the
 // Ansible host, which /etc/environment, ~/.bashrc and ~/.ssh/environment
 // fill): an ANSIBLE_SSH_ARGS there with StrictHostKeyChecking=no, an
-// ANSIBLE_CONFIG, ANSIBLE_STDOUT_CALLBACK or ANSIBLE_ROLES_PATH, a
-// PYTHONPATH, would otherwise change what the run does. The LC_* are the
-// locale categories.
+// ANSIBLE_CONFIG, ANSIBLE_STDOUT_CALLBACK, ANSIBLE_ROLES_PATH or
+// ANSIBLE_COLLECTIONS_PATH(S) (another heatsible.nfv), a PYTHONPATH, would
+// otherwise change what the run does. The LC_* are the locale categories.
 var keptEnv = []string{
 	"PATH", "HOME", "LANG",
 	"LC_ALL", "LC_ADDRESS", "LC_COLLATE", "LC_CTYPE", "LC_IDENTIFICATION", "LC_MEASUREMENT",
@@ -496,7 +496,7 @@ func (r *Result) Err() error {
 
 // refusal tags err (a run's error) with exit code Refused when a role
 // refused for safety on purpose: a task failed with the roles' refusal
-// marker (the heatsible_refuse action, e.g. pv_register with a Bound PV),
+// marker (the heatsible.nfv.refuse action, e.g. pv_register with a Bound PV),
 // whatever the task is called, so that a hook can tell "fix the cluster
 // first" from "broken". A task that merely fails stays HostFailed,
 // whatever its name.

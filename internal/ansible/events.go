@@ -53,14 +53,14 @@ type Event struct {
 	// mode), when --diff is on and the module supports it.
 	Diff string `json:"diff,omitempty"`
 	// Refused: the task refused for safety on purpose (the roles'
-	// heatsible_refuse action sets heatsible_refused in its result),
+	// heatsible.nfv.refuse action sets heatsible_refused in its result),
 	// whatever its name. See docs/hooks.md.
 	Refused bool `json:"refused,omitempty"`
 }
 
 // RefusedKey is the result key of a task that refused for safety: the
-// roles' heatsible_refuse action (action_plugins/heatsible_refuse.py in
-// each role) sets it to true.
+// roles' heatsible.nfv.refuse action (collection/plugins/action/refuse.py)
+// sets it to true.
 const RefusedKey = "heatsible_refused"
 
 // refusedResult reports whether a failed task's result (or, for a loop,

@@ -45,8 +45,10 @@ func CoreRange() string { return MinCore + " to " + prevMinor(MaxCore) }
 // 2.9.20 (kubespray 2.16's pin) and every ansible-core since 2.14.
 const MinKubesprayAnsible = "2.9"
 
-// RoleCollections are the collections heatsible's roles use, and the
-// modules of each (roles_test checks it against the roles' tasks).
+// RoleCollections are the collections heatsible's roles use that the
+// Ansible host must have, and the modules of each (probe_test checks it
+// against the roles' tasks); heatsible.nfv, the roles' own, comes with
+// every run bundle.
 var RoleCollections = map[string][]string{
 	"ansible.posix":     {"mount"},
 	"community.general": {"filesystem"},

@@ -119,8 +119,12 @@ func TestRemoteRunner(t *testing.T) {
 								t.Errorf("staged %s: %v, %v; want %v", rel, st.Mode(), err, want)
 							}
 						}
-						if cfg, _ := os.ReadFile(filepath.Join(staged, ConfigFile)); !strings.Contains(string(cfg), "roles_path = "+staged+"/roles") {
+						if cfg, _ := os.ReadFile(filepath.Join(staged, ConfigFile)); !strings.Contains(string(cfg), "roles_path = "+staged+"/roles") ||
+							!strings.Contains(string(cfg), "collections_path = "+staged+"/collections:") {
 							t.Errorf("staged ansible.cfg not rendered for %s:\n%s", staged, cfg)
+						}
+						if _, err := os.Stat(filepath.Join(staged, "collections/ansible_collections/heatsible/nfv/galaxy.yml")); err != nil {
+							t.Errorf("the collection was not staged: %v", err)
 						}
 					}
 					time.Sleep(500 * time.Millisecond)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/heatsible/heatsible/internal/redact"
@@ -48,9 +50,11 @@ func probeSpec(t *testing.T, workDir string, hostVars map[string]string) BundleS
 		Inventory: []byte(inv.String()),
 		Playbook:  pb,
 		Roles:     os.DirFS("testdata/roles"),
-		GroupVars: map[string][]byte{"all": []byte("probe_dir: " + workDir + "\n")},
-		Secrets:   []byte("heatsible_secrets:\n  probe_password: \"" + testSecret + "\"\n"),
-		Forks:     5,
+		// a collection travels with the bundle (remote_runner_test looks)
+		Collections: map[string]fs.FS{"heatsible.nfv": fstest.MapFS{"galaxy.yml": {Data: []byte("namespace: heatsible\nname: nfv\nversion: 1.0.0\n")}}},
+		GroupVars:   map[string][]byte{"all": []byte("probe_dir: " + workDir + "\n")},
+		Secrets:     []byte("heatsible_secrets:\n  probe_password: \"" + testSecret + "\"\n"),
+		Forks:       5,
 	}
 }
 

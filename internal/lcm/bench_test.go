@@ -3,8 +3,10 @@ package lcm
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"testing"
 
+	"github.com/heatsible/heatsible/collection"
 	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/topology"
 	"github.com/heatsible/heatsible/roles"
@@ -77,7 +79,7 @@ func BenchmarkBundle500(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		bd, err := ansible.NewBundle(ansible.BundleSpec{Cluster: "bench", Operation: OpInstantiateEnd, BaseDir: dir,
-			Inventory: f.Inventory, InventoryName: "hosts.yml", Playbook: f.Playbook, Roles: roles.FS,
+			Inventory: f.Inventory, InventoryName: "hosts.yml", Playbook: f.Playbook, Roles: roles.FS, Collections: map[string]fs.FS{collection.FQCN: collection.FS},
 			GroupVars: f.GroupVars, Secrets: f.Secrets, SecretValues: f.SecretValues, Files: f.BundleFiles()})
 		if err != nil {
 			b.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/heatsible/heatsible/collection"
 	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/params"
 	"github.com/heatsible/heatsible/roles"
@@ -124,7 +126,7 @@ func testLiteral(t *testing.T, tc literalCase) {
 	}
 	b, err := ansible.NewBundle(ansible.BundleSpec{
 		Cluster: topo.Cluster, Operation: OpInstantiateEnd, BaseDir: dir,
-		Inventory: f.Inventory, InventoryName: "hosts.yml", Playbook: f.Playbook, Roles: roles.FS,
+		Inventory: f.Inventory, InventoryName: "hosts.yml", Playbook: f.Playbook, Roles: roles.FS, Collections: map[string]fs.FS{collection.FQCN: collection.FS},
 		GroupVars: f.GroupVars, Secrets: f.Secrets, SecretValues: f.SecretValues,
 		Files: f.BundleFiles(), KnownHosts: []byte{},
 	})

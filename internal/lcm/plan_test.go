@@ -2,6 +2,7 @@ package lcm
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/heatsible/heatsible/collection"
 	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/hostpattern"
 	"github.com/heatsible/heatsible/roles"
@@ -108,7 +110,7 @@ func TestPlanMatchesAnsible(t *testing.T) {
 	}
 	b, err := ansible.NewBundle(ansible.BundleSpec{
 		Cluster: "k8s-a", Operation: OpInstantiateEnd, BaseDir: t.TempDir(),
-		Inventory: f.Inventory, Playbook: f.Playbook, Roles: roles.FS,
+		Inventory: f.Inventory, Playbook: f.Playbook, Roles: roles.FS, Collections: map[string]fs.FS{collection.FQCN: collection.FS},
 		GroupVars: f.GroupVars, Secrets: f.Secrets, SecretValues: f.SecretValues,
 		Files: f.BundleFiles(),
 	})

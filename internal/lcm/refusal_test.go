@@ -9,17 +9,19 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/heatsible/heatsible/collection"
 	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/roles"
 )
 
-// refusalProbe is a role with the roles' refusal action (copied from
-// roles.FS, the file every role ships) and tasks named against the grain:
+// refusalProbe is a role that refuses through the collection's refusal
+// action (heatsible.nfv.refuse, as every role does) with tasks named
+// against the grain:
 // a refusal that is not called "Refuse", and a plain failure that is.
 const refusalProbe = `---
 - name: Check the widgets
-  heatsible_refuse:
+  heatsible.nfv.refuse:
     msg: widget w1 is Bound to claim default/c1
   when: probe_case == 'marker'
 
@@ -29,7 +31,7 @@ const refusalProbe = `---
   when: probe_case == 'named'
 
 - name: Refuse once per item
-  heatsible_refuse:
+  heatsible.nfv.refuse:
     msg: "{{ item }} is not safe"
   loop: [a, b]
   when: probe_case == 'loop'
@@ -41,10 +43,11 @@ func runRoles(t *testing.T, roleFS fs.FS, play, vars string) (*ansible.Result, e
 	t.Helper()
 	b, err := ansible.NewBundle(ansible.BundleSpec{
 		Cluster: "refusal", Operation: "test", BaseDir: t.TempDir(),
-		Inventory: []byte("all:\n  vars:\n    ansible_connection: local\n    ansible_python_interpreter: /usr/bin/python3\n  hosts:\n    node-a: {}\n"),
-		Playbook:  []byte(play),
-		Roles:     roleFS,
-		GroupVars: map[string][]byte{"all": []byte(vars)},
+		Inventory:   []byte("all:\n  vars:\n    ansible_connection: local\n    ansible_python_interpreter: /usr/bin/python3\n  hosts:\n    node-a: {}\n"),
+		Playbook:    []byte(play),
+		Roles:       roleFS,
+		Collections: map[string]fs.FS{collection.FQCN: collection.FS},
+		GroupVars:   map[string][]byte{"all": []byte(vars)},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +58,7 @@ func runRoles(t *testing.T, roleFS fs.FS, play, vars string) (*ansible.Result, e
 	return ansible.LocalRunner{}.Run(ctx, b, ansible.PlaybookOptions{})
 }
 
-// TestRefusalMarker: a task that fails through heatsible_refuse (the
+// TestRefusalMarker: a task that fails through heatsible.nfv.refuse (the
 // marker, heatsible_refused in its result) is exit code 6 whatever it is
 // called; a task that merely fails is 4, also when it is called "Refuse
 // ...". The real cinder_volume role refuses a volume without a device
@@ -64,13 +67,8 @@ func TestRefusalMarker(t *testing.T) {
 	if _, err := exec.LookPath("ansible-playbook"); err != nil {
 		t.Skip("ansible-playbook not on PATH")
 	}
-	plugin, err := fs.ReadFile(roles.FS, "cinder_volume/action_plugins/heatsible_refuse.py")
-	if err != nil {
-		t.Fatal(err)
-	}
 	probe := fstest.MapFS{
-		"probe/tasks/main.yml":                     {Data: []byte(refusalProbe)},
-		"probe/action_plugins/heatsible_refuse.py": {Data: plugin},
+		"probe/tasks/main.yml": {Data: []byte(refusalProbe)},
 	}
 	const probePlay = "- name: Probe\n  hosts: all\n  gather_facts: false\n  roles:\n    - probe\n"
 	const cinderPlay = "- name: Storage\n  hosts: all\n  gather_facts: false\n  roles:\n    - cinder_volume\n"

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/heatsible/heatsible/collection"
 	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/remote"
@@ -173,6 +174,7 @@ func (r *run) stage(ctx context.Context) error {
 		InventoryName: "hosts.yml",
 		Playbook:      f.Playbook,
 		Roles:         roles.FS,
+		Collections:   map[string]fs.FS{collection.FQCN: collection.FS},
 		GroupVars:     f.GroupVars,
 		Secrets:       f.Secrets,
 		SecretValues:  f.SecretValues,

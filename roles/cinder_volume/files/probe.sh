@@ -1,7 +1,7 @@
 #!/bin/sh
 # cinder_volume's read-only probe of the storage server, in one round trip
 # (tasks/main.yml runs it with raw: no Python needed on the host, no
-# terminal). It prints one JSON document; filter_plugins/cinder_volume.py
+# terminal). It prints one JSON document; collection/plugins/filter/cinder_volume.py
 # (cinder_volume_plan) judges it. Nothing here decides anything.
 #
 # Arguments:

@@ -1,7 +1,7 @@
 #!/bin/sh
 # nfs_server's read-only probe of the storage server, in one round trip
 # (tasks/main.yml runs it with raw: no Python needed, no terminal). It
-# prints one JSON document; filter_plugins/nfs_server.py judges it.
+# prints one JSON document; collection/plugins/filter/nfs_server.py judges it.
 #
 # Arguments: PENDING_FILE NO_NFSD_FILE UNIT... --files FILE... --pkgs PKG...
 #   PENDING_FILE  left by a run that wrote the configuration and has not

@@ -1,7 +1,7 @@
 #!/bin/bash
 # nfs_server's verification, read-only, in one round trip (tasks/verify.yml
 # runs it with raw). It looks and prints one JSON document; the judgement is
-# filter_plugins/nfs_server.py (nfs_server_verify). In order, each step only
+# collection/plugins/filter/nfs_server.py (nfs_server_verify). In order, each step only
 # when the one before passed:
 #   1. port 2049 on the bind address accepts a connection (waited for, up to
 #      TRIES x DELAY seconds);

@@ -2,7 +2,7 @@
 # pv_register's commands on the master, each one round trip (raw: no Python
 # needed there). Run as whoever can read the admin kubeconfig (the
 # kubeconfig role says). Judges nothing the role can judge: the filter
-# plugin (filter_plugins/pv_register.py) reads what it prints, by key.
+# plugin (collection/plugins/filter/pv_register.py) reads what it prints, by key.
 #
 #   pv.sh wait API_TIMEOUT API_DELAY REQUEST_TIMEOUT -- KUBECTL...
 #     Return once the API server answers /readyz (tasks/api.yml).
