@@ -99,7 +99,7 @@ pvs=$(for p in $(jq -r '(.additionalParams // .).k8s_cluster_installation_param.
 # k8s first: a PV must not outlive its export (kubectl on master-0, as root,
 # with the admin kubeconfig of any layout the bed gives master-0: kubespray's
 # root-only files, or kubeadm's admin.conf and the user's ~/.kube/config).
-# Then the VIM's objects (names: roles/k8s_vim/defaults, internal/lcm/vim.go).
+# Then the VIM's objects (names: roles/k8s_vim/defaults, internal/render/vim.go).
 # shellcheck disable=SC2016,SC2086
 "$BED" exec master-0 -- sh -c 'for k in /etc/kubernetes/admin.conf /root/.kube/config /home/*/.kube/config; do
     [ -f "$k" ] || continue

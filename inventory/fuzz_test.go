@@ -11,11 +11,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
-
-	"github.com/heatsible/heatsible/internal/topology"
 )
 
-// FuzzWrite builds a three-node topology (master, worker, storage) from
+// FuzzWrite builds a three-node cluster (master, worker, storage) from
 // fuzzed node names, addresses and users. Whatever Build accepts must be
 // written in both formats, and the real ansible-inventory --list must read
 // back exactly the same hosts, groups and variables (as strings), without a
@@ -33,15 +31,12 @@ func FuzzWrite(f *testing.F) {
 	_, err := exec.LookPath("ansible-inventory")
 	haveAnsible := err == nil
 	f.Fuzz(func(t *testing.T, n1, a1, n2, a2, n3, a3, ip, u1, u2, u3 string) {
-		topo := &topology.Topology{
-			Cluster: "fuzz",
-			Nodes: []topology.Node{
-				{Name: n1, Role: topology.RoleMaster, SSHAddress: a1, Address: ip},
-				{Name: n2, Role: topology.RoleWorker, SSHAddress: a2, Address: a2},
-				{Name: n3, Role: topology.RoleStorage, SSHAddress: a3, Address: a3},
-			},
+		nodes := []Node{
+			{Name: n1, Role: Master, SSHAddress: a1, Address: ip},
+			{Name: n2, Role: Worker, SSHAddress: a2, Address: a2},
+			{Name: n3, Role: Storage, SSHAddress: a3, Address: a3},
 		}
-		inv, err := Build(topo, Users{Master: u1, Worker: u2, Storage: u3})
+		inv, err := Build(nodes, Users{Master: u1, Worker: u2, Storage: u3})
 		if err != nil {
 			return
 		}
@@ -49,7 +44,7 @@ func FuzzWrite(f *testing.F) {
 		for _, format := range []Format{INI, YAML} {
 			var buf bytes.Buffer
 			if err := inv.Write(&buf, format); err != nil {
-				t.Fatalf("Build accepted the topology but Write(%s) failed: %v", format, err)
+				t.Fatalf("Build accepted the nodes but Write(%s) failed: %v", format, err)
 			}
 			if !haveAnsible {
 				continue

@@ -1,5 +1,6 @@
-// Package inventory builds heatsible's Ansible inventory from a cluster
-// topology and writes it as INI or YAML. The layout is kubespray's
+// Package inventory builds heatsible's Ansible inventory from the cluster's
+// nodes (Node: this package's own model; heatsible maps its topology onto
+// it in internal/render) and writes it as INI or YAML. The layout is kubespray's
 // (kube_control_plane, etcd, kube_node, calico_rr, k8s_cluster) plus the
 // storage groups nfs_server and nfs_client. Kubespray builds the
 // inventory heatsible hands kubespray (its groups only), and Marshal writes
@@ -13,8 +14,6 @@ package inventory
 import (
 	"fmt"
 	"regexp"
-
-	"github.com/heatsible/heatsible/internal/topology"
 )
 
 // Group names.
@@ -54,20 +53,45 @@ type Inventory struct {
 	Groups []Group
 }
 
+// Role is what a node is to the cluster, which decides its groups.
+type Role string
+
+// Roles.
+const (
+	// Master is a Kubernetes control-plane node (kube_control_plane, etcd).
+	Master Role = "master"
+	// Worker is a Kubernetes worker (kube_node).
+	Worker Role = "worker"
+	// Storage is the NFS storage server (nfs_server).
+	Storage Role = "storage"
+	// ExternalLB is the external load balancer (external_lb).
+	ExternalLB Role = "external_lb"
+)
+
+// Node is one machine of the cluster, as an inventory needs it.
+type Node struct {
+	// Name is the inventory host name.
+	Name string
+	Role Role
+	// SSHAddress is where Ansible reaches the node (ansible_host); Address
+	// its address inside the cluster (ip, and kubespray's access_ip).
+	SSHAddress, Address string
+}
+
 // Users gives the SSH user per node role (from the request).
 type Users struct {
 	Master, Worker, Storage, ExternalLB string
 }
 
-func (u Users) of(r topology.Role) string {
+func (u Users) of(r Role) string {
 	switch r {
-	case topology.RoleMaster:
+	case Master:
 		return u.Master
-	case topology.RoleWorker:
+	case Worker:
 		return u.Worker
-	case topology.RoleStorage:
+	case Storage:
 		return u.Storage
-	case topology.RoleExternalLB:
+	case ExternalLB:
 		return u.ExternalLB
 	}
 	return ""
@@ -78,15 +102,16 @@ func (u Users) of(r topology.Role) string {
 // INI quoting, and nothing heatsible writes needs it.
 var safeValue = regexp.MustCompile(`^[A-Za-z0-9_.:@-]+$`)
 
-// Build makes the inventory of t. Every node becomes a host named as in the
-// topology; ansible_host is its SSH address, ip its internal address.
-func Build(t *topology.Topology, users Users) (*Inventory, error) {
-	if err := t.Validate(); err != nil {
+// Build makes the inventory of nodes, in their order. Every node becomes a
+// host of its name; ansible_host is its SSH address, ip its internal
+// address.
+func Build(nodes []Node, users Users) (*Inventory, error) {
+	if err := checkNodes(nodes); err != nil {
 		return nil, err
 	}
 	inv := &Inventory{}
-	byRole := map[topology.Role][]string{}
-	for _, n := range t.Nodes {
+	byRole := map[Role][]string{}
+	for _, n := range nodes {
 		user := users.of(n.Role)
 		vars := []Var{{"ansible_host", n.SSHAddress}, {"ip", n.Address}}
 		if user != "" {
@@ -98,12 +123,12 @@ func Build(t *topology.Topology, users Users) (*Inventory, error) {
 		inv.Hosts = append(inv.Hosts, Host{Name: n.Name, Vars: vars})
 		byRole[n.Role] = append(byRole[n.Role], n.Name)
 	}
-	masters, workers := byRole[topology.RoleMaster], byRole[topology.RoleWorker]
+	masters, workers := byRole[Master], byRole[Worker]
 	inv.Groups = append(kubesprayGroups(masters, workers),
-		Group{Name: GroupNFSServer, Hosts: byRole[topology.RoleStorage]},
+		Group{Name: GroupNFSServer, Hosts: byRole[Storage]},
 		Group{Name: GroupNFSClient, Children: []string{GroupKubeControlPlane, GroupKubeNode}},
 	)
-	if lb := byRole[topology.RoleExternalLB]; len(lb) > 0 {
+	if lb := byRole[ExternalLB]; len(lb) > 0 {
 		inv.Groups = append(inv.Groups, Group{Name: GroupExternalLB, Hosts: lb})
 	}
 	return inv, nil

@@ -25,11 +25,22 @@ func load(t *testing.T) *Inventory {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv, err := Build(topo, users)
+	inv, err := Build(nodesOf(topo), users)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return inv
+}
+
+// nodesOf maps a topology file's nodes onto the inventory's, as
+// internal/render does (whose tests check its inventory against these
+// golden files too).
+func nodesOf(t *topology.Topology) []Node {
+	var out []Node
+	for _, n := range t.Nodes {
+		out = append(out, Node{Name: n.Name, Role: Role(n.Role), SSHAddress: n.SSHAddress, Address: n.Address})
+	}
+	return out
 }
 
 func TestWriteGolden(t *testing.T) {
@@ -168,7 +179,7 @@ func checkList(t *testing.T, l listed) {
 }
 
 func TestBuildRejectsUnsafeValues(t *testing.T) {
-	topo := &topology.Topology{Cluster: "c", Nodes: []topology.Node{{Name: "m", Role: topology.RoleMaster, SSHAddress: "10.0.0.1", Address: "10.0.0.1"}}}
+	topo := []Node{{Name: "m", Role: Master, SSHAddress: "10.0.0.1", Address: "10.0.0.1"}}
 	if _, err := Build(topo, Users{Master: "bad user"}); err == nil || !strings.Contains(err.Error(), "ansible_user") {
 		t.Fatalf("want an error naming ansible_user, got %v", err)
 	}
@@ -179,7 +190,7 @@ func TestBuildRejectsUnsafeValues(t *testing.T) {
 // user "{{ ... }}" would reach Ansible as a template), and its own password
 // references pass.
 func TestKubesprayRejectsUnsafeValues(t *testing.T) {
-	topo := &topology.Topology{Cluster: "c", Nodes: []topology.Node{{Name: "m", Role: topology.RoleMaster, SSHAddress: "10.0.0.1", Address: "10.0.0.1"}}}
+	topo := []Node{{Name: "m", Role: Master, SSHAddress: "10.0.0.1", Address: "10.0.0.1"}}
 	for _, f := range []Format{YAML, INI} {
 		for _, user := range []string{"{{ heatsible_secrets.master_password }}", "bad user", "a'b"} {
 			if _, err := Kubespray(topo, KubesprayConn{User: user, Password: true}, KubesprayConn{}, nil, f); err == nil || !strings.Contains(err.Error(), "ansible_user") {
@@ -191,7 +202,7 @@ func TestKubesprayRejectsUnsafeValues(t *testing.T) {
 			t.Errorf("%v: %v\n%s", f, err, out)
 		}
 	}
-	etcd := &topology.Topology{Cluster: "c", Nodes: []topology.Node{{Name: "etcd", Role: topology.RoleWorker, SSHAddress: "10.0.0.2", Address: "10.0.0.2"}}}
+	etcd := []Node{{Name: "etcd", Role: Worker, SSHAddress: "10.0.0.2", Address: "10.0.0.2"}}
 	if _, err := Kubespray(etcd, KubesprayConn{}, KubesprayConn{}, nil, YAML); err == nil || !strings.Contains(err.Error(), "name of an inventory group") {
 		t.Errorf("a node named etcd: want the group-name error, got %v", err)
 	}
@@ -202,5 +213,39 @@ func TestWithout(t *testing.T) {
 	g, _ := inv.Group(GroupKubeNode)
 	if len(g.Hosts) != 2 || len(inv.Hosts) != 4 {
 		t.Fatalf("Without: kube_node=%v hosts=%d", g.Hosts, len(inv.Hosts))
+	}
+}
+
+// TestBuildChecksNodes: the inventory checks the nodes it is handed
+// itself (names, roles, addresses), whoever hands them in, in both
+// builders.
+func TestBuildChecksNodes(t *testing.T) {
+	m := Node{Name: "m", Role: Master, SSHAddress: "192.0.2.1", Address: "10.0.0.1"}
+	with := func(edit func(*Node)) []Node { n := m; edit(&n); return []Node{n} }
+	for _, c := range []struct {
+		name  string
+		nodes []Node
+		err   string
+	}{
+		{"fine", []Node{m}, ""},
+		{"a host name address", with(func(n *Node) { n.SSHAddress = "m.example.com" }), ""},
+		{"no name", with(func(n *Node) { n.Name = "" }), "not a DNS-1123 label"},
+		{"upper case", with(func(n *Node) { n.Name = "Master" }), "not a DNS-1123 label"},
+		{"a YAML key", with(func(n *Node) { n.Name = "m: x" }), "not a DNS-1123 label"},
+		{"twice", []Node{m, m}, "two nodes are called m"},
+		{"no role", with(func(n *Node) { n.Role = "" }), `the role "" is not one of`},
+		{"an IPv6 zone", with(func(n *Node) { n.Address = "fe80::1%eth0" }), `the address "fe80::1%eth0" is not an IP address`},
+		{"sexagesimal", with(func(n *Node) { n.SSHAddress = "1:20" }), `the SSH address "1:20" is not`},
+		{"no address", with(func(n *Node) { n.Address = "" }), "the address"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Build(c.nodes, Users{})
+			_, kerr := Kubespray(c.nodes, KubesprayConn{}, KubesprayConn{}, nil, YAML)
+			for what, e := range map[string]error{"Build": err, "Kubespray": kerr} {
+				if (e == nil) != (c.err == "") || (e != nil && !strings.Contains(e.Error(), c.err)) {
+					t.Errorf("%s: %v, want %q", what, e, c.err)
+				}
+			}
+		})
 	}
 }

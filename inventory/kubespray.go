@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
-
-	"github.com/heatsible/heatsible/internal/topology"
 )
 
 // KubesprayConn is how kubespray reaches the nodes of one role: the SSH
@@ -22,20 +20,24 @@ type KubesprayConn struct {
 // nodes under these names), connection settings inline because the file
 // lives outside the run bundle and its group_vars, and passwords only as
 // references to the run's kubespray vars file, which every kubespray run
-// gets with -e @. Nodes in without are left out (scale-in, heal of a node).
-func Kubespray(t *topology.Topology, master, worker KubesprayConn, without []string, format Format) ([]byte, error) {
+// gets with -e @. Nodes in without are left out (scale-in, heal of a node),
+// and so are the nodes that are neither masters nor workers.
+func Kubespray(nodes []Node, master, worker KubesprayConn, without []string, format Format) ([]byte, error) {
 	type conn struct {
 		KubesprayConn
 		secret string
 	}
-	byRole := map[topology.Role]conn{
-		topology.RoleMaster: {master, "master_password"},
-		topology.RoleWorker: {worker, "worker_password"},
+	byRole := map[Role]conn{
+		Master: {master, "master_password"},
+		Worker: {worker, "worker_password"},
 	}
 	inv := &Inventory{}
 	var masters, workers []string
-	for _, n := range t.Nodes {
-		if slices.Contains(without, n.Name) || (n.Role != topology.RoleMaster && n.Role != topology.RoleWorker) {
+	if err := checkNodes(nodes); err != nil {
+		return nil, err
+	}
+	for _, n := range nodes {
+		if slices.Contains(without, n.Name) || (n.Role != Master && n.Role != Worker) {
 			continue
 		}
 		vars := []Var{{Name: "ansible_host", Value: n.SSHAddress}, {Name: "ip", Value: n.Address}, {Name: "access_ip", Value: n.Address}}
@@ -51,7 +53,7 @@ func Kubespray(t *topology.Topology, master, worker KubesprayConn, without []str
 			vars = append(vars, Var{Name: "ansible_password", Value: ref}, Var{Name: "ansible_become_password", Value: ref})
 		}
 		inv.Hosts = append(inv.Hosts, Host{Name: n.Name, Vars: vars})
-		if n.Role == topology.RoleMaster {
+		if n.Role == Master {
 			masters = append(masters, n.Name)
 		} else {
 			workers = append(workers, n.Name)

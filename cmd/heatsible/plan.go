@@ -36,8 +36,11 @@ no Ansible host; with --topology it does not even read Heat.
 What each role would change on each host is another question: ask it with
 'heatsible run OPERATION --check --report FILE'.
 
+Last, it lists the titles of run's own steps, in order (the locks, the
+bundle, the connection, one step per phase above, the VIM, the release).
+
 With -o json, stdout gets one JSON document (operation, cluster, steps with
-pattern, hosts, roles, runs/skip).`,
+pattern, hosts, roles, runs/skip; run: the titles of run's steps).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Operation = args[0]
@@ -174,6 +177,16 @@ func writePlan(w io.Writer, p *lcm.Plan, src lcm.Source) {
 		}
 	}
 	writeAnsibles(w, p.Ansible)
+	writeRunSteps(w, p.Run)
+}
+
+// writeRunSteps prints the steps of 'heatsible run', the plays and phases
+// above among them.
+func writeRunSteps(w io.Writer, steps []string) {
+	fmt.Fprintf(w, "\nheatsible run's steps (with --local, the two on the Ansible host are left out):\n")
+	for i, s := range steps {
+		fmt.Fprintf(w, "   %d. %s\n", i+1, s)
+	}
 }
 
 // writeAnsibles prints which ansible-playbook runs heatsible's roles and

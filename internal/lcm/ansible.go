@@ -11,6 +11,7 @@ import (
 	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/params"
+	"github.com/heatsible/heatsible/internal/render"
 )
 
 // Which ansible-playbook runs what.
@@ -70,7 +71,7 @@ func KubesprayVenvs(root string) []string {
 // ansibleWants are the ansible-playbooks the operation will run: heatsible's
 // when it has a playbook, kubespray's when a kubespray phase runs (skip:
 // why kubespray is left out of this run, "" if it is not).
-func ansibleWants(req *params.Request, s AnsibleSettings, files *OpFiles, skip string) []ansible.AnsibleWant {
+func ansibleWants(req *params.Request, s AnsibleSettings, files *render.Files, skip string) []ansible.AnsibleWant {
 	roles, kubespray := s.resolve(req)
 	c := req.Cluster
 	passwords := (c.MasterNode != nil && c.MasterNode.Password != "") || (c.WorkerNode != nil && c.WorkerNode.Password != "") ||
@@ -83,7 +84,7 @@ func ansibleWants(req *params.Request, s AnsibleSettings, files *OpFiles, skip s
 		return wants
 	}
 	for _, ph := range files.Phases {
-		if ph.Kind != PhaseKubespray {
+		if ph.Kind != render.PhaseKubespray {
 			continue
 		}
 		root := files.KubesprayRoot

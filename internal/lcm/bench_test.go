@@ -80,7 +80,7 @@ func BenchmarkBundle500(b *testing.B) {
 	for b.Loop() {
 		bd, err := ansible.NewBundle(ansible.BundleSpec{Cluster: "bench", Operation: OpInstantiateEnd, BaseDir: dir,
 			Inventory: f.Inventory, InventoryName: "hosts.yml", Playbook: f.Playbook, Roles: roles.FS, Collections: map[string]fs.FS{collection.FQCN: collection.FS},
-			GroupVars: f.GroupVars, Secrets: f.Secrets, SecretValues: f.SecretValues, Files: bundleFiles(f)})
+			GroupVars: f.GroupVars, Secrets: f.Secrets, SecretValues: f.SecretValues, Files: f.BundleFiles()})
 		if err != nil {
 			b.Fatal(err)
 		}

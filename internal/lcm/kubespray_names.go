@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/heatsible/heatsible/internal/fail"
+	"github.com/heatsible/heatsible/internal/render"
 	"github.com/heatsible/heatsible/internal/topology"
 )
 
@@ -177,12 +178,12 @@ func iniFields(line string) []string {
 // changes: when the run writes it and runs kubespray (skip: why kubespray
 // is left out, "" when it is not). A run that only removes it (heal-start
 // --cluster, terminate-end: the cluster goes) does not look.
-func kubesprayPeek(files *OpFiles, skip string) []string {
+func kubesprayPeek(files *render.Files, skip string) []string {
 	if skip != "" {
 		return nil
 	}
 	for _, ph := range files.Phases {
-		if ph.Kind == PhaseWriteInventory || ph.Kind == PhaseKubespray {
+		if ph.Kind == render.PhaseWriteInventory || ph.Kind == render.PhaseKubespray {
 			return []string{files.KubesprayInventoryPath}
 		}
 	}

@@ -52,9 +52,13 @@ func TestKubesprayNamesOfAnotherTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn := inventory.KubesprayConn{User: "ubuntu", Password: true}
+	var nodes []inventory.Node
+	for _, n := range topo.Nodes {
+		nodes = append(nodes, inventory.Node{Name: n.Name, Role: inventory.Role(n.Role), SSHAddress: n.SSHAddress, Address: n.Address})
+	}
 	own := map[string][]byte{}
 	for _, f := range []inventory.Format{inventory.YAML, inventory.INI} {
-		b, err := inventory.Kubespray(topo, conn, conn, nil, f)
+		b, err := inventory.Kubespray(nodes, conn, conn, nil, f)
 		if err != nil {
 			t.Fatal(err)
 		}

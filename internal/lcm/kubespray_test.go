@@ -182,118 +182,6 @@ func loadsAs(t *testing.T, p string, f inventory.Format) {
 	}
 }
 
-// TestKubesprayVars: what each request field becomes for kubespray, and
-// that only fields the request gives are set.
-func TestKubesprayVars(t *testing.T) {
-	nodes := "10.10.0.10,10.10.0.11,10.10.0.12,10.10.0.21,10.10.0.22,fd00::23"
-	tests := []struct {
-		name string
-		edit func(c *params.Cluster)
-		want map[string]any
-	}{
-		{"the request as it is", func(c *params.Cluster) {}, map[string]any{
-			"kube_pods_subnet":                    "192.168.0.0/16", // pod_cidr 192.168.3.0/16
-			"kube_service_addresses":              "10.199.187.0/24",
-			"http_proxy":                          "http://user1:password1@proxy.example.com:3128",
-			"https_proxy":                         "http://user2:password2@proxy.example.com:3128",
-			"additional_no_proxy":                 "192.168.246.0/24,10.0.0.1,10.10.0.0/24," + nodes,
-			"supplementary_addresses_in_ssl_keys": []string{"10.10.0.10"},
-		}},
-		{"no proxy, CIDRs or cluster CP", func(c *params.Cluster) {
-			c.Proxy = nil
-			c.MasterNode.PodCIDR, c.MasterNode.ClusterCIDR, c.MasterNode.ClusterCPName = "", "", ""
-		}, map[string]any{}},
-		{"only k8s_node_cidr: no proxy to bypass", func(c *params.Cluster) {
-			c.Proxy = &params.Proxy{K8sNodeCIDR: "10.10.0.0/24"}
-		}, map[string]any{"kube_pods_subnet": "192.168.0.0/16", "kube_service_addresses": "10.199.187.0/24", "supplementary_addresses_in_ssl_keys": []string{"10.10.0.10"}}},
-		{"https_proxy only, cluster CP elsewhere, no_proxy repeating a node", func(c *params.Cluster) {
-			c.Proxy = &params.Proxy{HTTPSProxy: "https://proxy.example.com:3129", NoProxy: "10.10.0.21,.example.com"}
-			c.MasterNode.ClusterCPName = "externalLB_CP"
-		}, map[string]any{
-			"kube_pods_subnet": "192.168.0.0/16", "kube_service_addresses": "10.199.187.0/24",
-			"https_proxy":                         "https://proxy.example.com:3129",
-			"additional_no_proxy":                 "10.10.0.21,.example.com," + strings.Replace(nodes, "10.10.0.21,", "", 1) + ",10.10.0.50",
-			"supplementary_addresses_in_ssl_keys": []string{"10.10.0.50"},
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req, topo := scaleFixture(t, "kubespray_lb")
-			tt.edit(&req.Cluster)
-			got := kubesprayVars(req, topo)
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got  %#v\nwant %#v", got, tt.want)
-			}
-		})
-	}
-}
-
-// TestKubesprayVarsFile: the vars file kubespray runs get holds the
-// variables and the passwords the inventory refers to, nothing of
-// heatsible's own variables; it is 0600 in the bundle, passed with -e @
-// instead of secrets.yml, and no secret reaches argv; the plan masks the
-// proxies' user information.
-func TestKubesprayVarsFile(t *testing.T) {
-	req, topo := scaleFixture(t, "kubespray_lb")
-	f, err := RenderOp(req, topo, testPkg, Op{Name: OpScaleEnd, Nodes: []string{"workernode-c3d4e5f6a1b2"}}, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(f.KubesprayVarsYAML, &doc); err != nil {
-		t.Fatal(err)
-	}
-	keys := slices.Sorted(maps.Keys(doc))
-	if want := []string{"additional_no_proxy", "heatsible_secrets", "http_proxy", "https_proxy", "kube_pods_subnet", "kube_service_addresses", "supplementary_addresses_in_ssl_keys"}; !slices.Equal(keys, want) {
-		t.Errorf("vars file keys %v, want %v", keys, want)
-	}
-	if s, _ := doc["heatsible_secrets"].(map[string]any); len(s) != 2 || s["master_password"] != "test-password-m" || s["worker_password"] != "test-password-w" {
-		t.Errorf("heatsible_secrets %v", doc["heatsible_secrets"])
-	}
-	b, err := ansible.NewBundle(ansible.BundleSpec{Cluster: topo.Cluster, Operation: OpScaleEnd, BaseDir: t.TempDir(), Inventory: f.Inventory, Playbook: f.Playbook,
-		GroupVars: f.GroupVars, Secrets: f.Secrets, SecretValues: f.SecretValues, VarsFiles: f.VarsFiles()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	st, err := os.Stat(filepath.Join(b.Dir, KubesprayVarsFile))
-	if err != nil || st.Mode().Perm() != 0o600 {
-		t.Fatalf("%s in the bundle: %v %v, want mode 0600", KubesprayVarsFile, err, st)
-	}
-	ph := &phaseRunner{files: f}
-	for _, p := range f.Phases {
-		if p.Kind != PhaseKubespray {
-			continue
-		}
-		argv, err := ansible.Command(b, "/stage", ansible.PlaybookOptions{Playbooks: []string{p.Playbook}, Limit: p.Limit, ExtraVars: p.ExtraVars,
-			Inventory: ph.files.KubesprayInventoryPath, VarsFile: KubesprayVarsFile, Become: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		line := strings.Join(argv, " ")
-		if !strings.Contains(line, "--extra-vars=@/stage/"+KubesprayVarsFile) || strings.Contains(line, ansible.SecretsFile) {
-			t.Errorf("%s: %s, want --extra-vars=@/stage/%s and not secrets.yml", p.Playbook, line, KubesprayVarsFile)
-		}
-		for _, s := range []string{"password1", "password2", "test-password", "192.168.0.0"} {
-			if strings.Contains(line, s) {
-				t.Errorf("%s: argv holds %q: %s", p.Playbook, s, line)
-			}
-		}
-	}
-	masked := MaskedKubesprayVars(f.KubesprayVars)
-	if masked["http_proxy"] != "http://********@proxy.example.com:3128" || masked["https_proxy"] != "http://********@proxy.example.com:3128" {
-		t.Errorf("masked %v", masked)
-	}
-	if f.KubesprayVars["http_proxy"] != "http://user1:password1@proxy.example.com:3128" {
-		t.Errorf("masking changed the vars themselves: %v", f.KubesprayVars)
-	}
-	for _, u := range []string{"http://user1:password1@proxy.example.com:3128", "http://user2:password2@proxy.example.com:3128"} {
-		if !slices.Contains(f.SecretValues, u) {
-			t.Errorf("%s is not among the secret values", u)
-		}
-	}
-}
-
 // TestKubesprayRunGetsVars runs a kubespray playbook for real on this
 // machine the way Run does (phaseRunner, LocalRunner, the bundle Run
 // stages): the stand-in's recording play (testbed/kubespray) as cluster.yml
@@ -471,5 +359,71 @@ func checkStandInRecord(t *testing.T, r standInRecord, inv string, format invent
 		got, _ := json.MarshalIndent(r.KubesprayVars, "", "  ")
 		want, _ := json.MarshalIndent(vars, "", "  ")
 		t.Errorf("kubespray got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestKubesprayVarsFile: the vars file kubespray runs get holds the
+// variables and the passwords the inventory refers to, nothing of
+// heatsible's own variables; it is 0600 in the bundle, passed with -e @
+// instead of secrets.yml, and no secret reaches argv; the plan masks the
+// proxies' user information.
+func TestKubesprayVarsFile(t *testing.T) {
+	req, topo := scaleFixture(t, "kubespray_lb")
+	f, err := RenderOp(req, topo, testPkg, Op{Name: OpScaleEnd, Nodes: []string{"workernode-c3d4e5f6a1b2"}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(f.KubesprayVarsYAML, &doc); err != nil {
+		t.Fatal(err)
+	}
+	keys := slices.Sorted(maps.Keys(doc))
+	if want := []string{"additional_no_proxy", "heatsible_secrets", "http_proxy", "https_proxy", "kube_pods_subnet", "kube_service_addresses", "supplementary_addresses_in_ssl_keys"}; !slices.Equal(keys, want) {
+		t.Errorf("vars file keys %v, want %v", keys, want)
+	}
+	if s, _ := doc["heatsible_secrets"].(map[string]any); len(s) != 2 || s["master_password"] != "test-password-m" || s["worker_password"] != "test-password-w" {
+		t.Errorf("heatsible_secrets %v", doc["heatsible_secrets"])
+	}
+	b, err := ansible.NewBundle(ansible.BundleSpec{Cluster: topo.Cluster, Operation: OpScaleEnd, BaseDir: t.TempDir(), Inventory: f.Inventory, Playbook: f.Playbook,
+		GroupVars: f.GroupVars, Secrets: f.Secrets, SecretValues: f.SecretValues, VarsFiles: f.VarsFiles()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	st, err := os.Stat(filepath.Join(b.Dir, KubesprayVarsFile))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("%s in the bundle: %v %v, want mode 0600", KubesprayVarsFile, err, st)
+	}
+	ph := &phaseRunner{files: f}
+	for _, p := range f.Phases {
+		if p.Kind != PhaseKubespray {
+			continue
+		}
+		argv, err := ansible.Command(b, "/stage", ansible.PlaybookOptions{Playbooks: []string{p.Playbook}, Limit: p.Limit, ExtraVars: p.ExtraVars,
+			Inventory: ph.files.KubesprayInventoryPath, VarsFile: KubesprayVarsFile, Become: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := strings.Join(argv, " ")
+		if !strings.Contains(line, "--extra-vars=@/stage/"+KubesprayVarsFile) || strings.Contains(line, ansible.SecretsFile) {
+			t.Errorf("%s: %s, want --extra-vars=@/stage/%s and not secrets.yml", p.Playbook, line, KubesprayVarsFile)
+		}
+		for _, s := range []string{"password1", "password2", "test-password", "192.168.0.0"} {
+			if strings.Contains(line, s) {
+				t.Errorf("%s: argv holds %q: %s", p.Playbook, s, line)
+			}
+		}
+	}
+	masked := MaskedKubesprayVars(f.KubesprayVars)
+	if masked["http_proxy"] != "http://********@proxy.example.com:3128" || masked["https_proxy"] != "http://********@proxy.example.com:3128" {
+		t.Errorf("masked %v", masked)
+	}
+	if f.KubesprayVars["http_proxy"] != "http://user1:password1@proxy.example.com:3128" {
+		t.Errorf("masking changed the vars themselves: %v", f.KubesprayVars)
+	}
+	for _, u := range []string{"http://user1:password1@proxy.example.com:3128", "http://user2:password2@proxy.example.com:3128"} {
+		if !slices.Contains(f.SecretValues, u) {
+			t.Errorf("%s is not among the secret values", u)
+		}
 	}
 }

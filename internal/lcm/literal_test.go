@@ -128,7 +128,7 @@ func testLiteral(t *testing.T, tc literalCase) {
 		Cluster: topo.Cluster, Operation: OpInstantiateEnd, BaseDir: dir,
 		Inventory: f.Inventory, InventoryName: "hosts.yml", Playbook: f.Playbook, Roles: roles.FS, Collections: map[string]fs.FS{collection.FQCN: collection.FS},
 		GroupVars: f.GroupVars, Secrets: f.Secrets, SecretValues: f.SecretValues,
-		Files: bundleFiles(f), KnownHosts: []byte{},
+		Files: f.BundleFiles(), KnownHosts: []byte{},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/heatsible/heatsible/internal/params"
+	"github.com/heatsible/heatsible/internal/render"
 	"github.com/heatsible/heatsible/internal/topology"
 )
 
@@ -338,7 +339,7 @@ func TestPlanSkipsKubesprayWhenNarrowed(t *testing.T) {
 			t.Errorf("phase steps %v", kinds)
 		}
 	}
-	if got := skipKubespray(true, nil, ""); !strings.Contains(got, "check mode") {
+	if got := render.SkipKubespray(true, nil, ""); !strings.Contains(got, "check mode") {
 		t.Errorf("check mode: %q", got)
 	}
 }

@@ -3,6 +3,9 @@ package lcm
 import (
 	"context"
 	"fmt"
+	"github.com/heatsible/heatsible/internal/state"
+	"github.com/heatsible/heatsible/internal/topology"
+	"time"
 
 	"log/slog"
 	"maps"
@@ -12,13 +15,14 @@ import (
 	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/params"
+	"github.com/heatsible/heatsible/internal/render"
 )
 
 // phaseRunner runs the phases of one operation (see Op.plan) on one
 // bundle, in order, and stops at the first that fails.
 type phaseRunner struct {
 	o       RunOptions
-	files   *OpFiles
+	files   *render.Files
 	bundle  *ansible.Bundle
 	runner  ansible.Runner
 	fileOps ansible.FileOps
@@ -33,7 +37,7 @@ type phaseRunner struct {
 	result *ansible.Result
 	// emptyPlaybook: heatsible's playbook ran on no host at all.
 	emptyPlaybook bool
-	// vimInfo is what the k8s_vim role left in VIMInfoFile (it holds the
+	// vimInfo is what the k8s_vim role left in render.VIMInfoFile (it holds the
 	// VIM's token), nil when it left nothing.
 	vimInfo []byte
 	// ansibles are the ansible-playbooks found for heatsible's roles and
@@ -44,19 +48,7 @@ type phaseRunner struct {
 // skipKubespray says why kubespray and the files handed to it are left
 // alone in this run, or "" when they are not.
 func (p *phaseRunner) skipKubespray() string {
-	return skipKubespray(p.o.Check, p.o.Tags, p.o.Limit)
-}
-
-func skipKubespray(check bool, tags []string, limit string) string {
-	switch {
-	case check:
-		return "check mode: kubespray does not support --check, and nothing may change"
-	case len(tags) > 0:
-		return "--tags/--role select heatsible's roles only"
-	case limit != "":
-		return "--limit narrows heatsible's own plays only"
-	}
-	return ""
+	return render.SkipKubespray(p.o.Check, p.o.Tags, p.o.Limit)
 }
 
 func (p *phaseRunner) say(format string, args ...any) {
@@ -72,7 +64,7 @@ func (p *phaseRunner) preflight(ctx context.Context) error {
 	p.kubespray = map[string]string{}
 	root := p.files.KubesprayRoot
 	for _, ph := range p.files.Phases {
-		if ph.Kind != PhaseKubespray || p.skipKubespray() != "" || p.kubespray[ph.Playbook] != "" {
+		if ph.Kind != render.PhaseKubespray || p.skipKubespray() != "" || p.kubespray[ph.Playbook] != "" {
 			continue
 		}
 		exists, isDir, err := p.fileOps.Stat(ctx, root)
@@ -101,74 +93,74 @@ func (p *phaseRunner) preflight(ctx context.Context) error {
 	return nil
 }
 
-// run runs every phase.
-func (p *phaseRunner) run(ctx context.Context) error {
+// runOne runs phase i of the operation, saying which it is when there
+// are several.
+func (p *phaseRunner) runOne(ctx context.Context, i int) error {
 	n := len(p.files.Phases)
-	for i, ph := range p.files.Phases {
-		if err := ctx.Err(); err != nil {
-			return err // interrupted: start nothing more
+	ph := p.files.Phases[i]
+	if err := ctx.Err(); err != nil {
+		return err // interrupted: start nothing more
+	}
+	step := fmt.Sprintf("[%d/%d] %s", i+1, n, ph)
+	if ph.Kind != render.PhasePlaybook {
+		if why := p.skipKubespray(); why != "" && ph.Kind != render.PhaseCleanStaging {
+			p.say("%s: skipped (%s)", step, why)
+			return nil
 		}
-		step := fmt.Sprintf("[%d/%d] %s", i+1, n, ph)
-		if ph.Kind != PhasePlaybook {
-			if why := p.skipKubespray(); why != "" && ph.Kind != PhaseCleanStaging {
-				p.say("%s: skipped (%s)", step, why)
-				continue
-			}
-			if p.o.Check {
-				p.say("%s: skipped (check mode)", step)
-				continue
-			}
-			p.say("%s", step)
-		} else if n > 1 {
-			p.say("%s", step)
+		if p.o.Check {
+			p.say("%s: skipped (check mode)", step)
+			return nil
 		}
-		if err := p.runPhase(ctx, ph); err != nil {
-			if n > 1 {
-				return fmt.Errorf("%s: %w", step, err)
-			}
-			return err
+		p.say("%s", step)
+	} else if n > 1 {
+		p.say("%s", step)
+	}
+	if err := p.runPhase(ctx, ph); err != nil {
+		if n > 1 {
+			return fmt.Errorf("%s: %w", step, err)
 		}
+		return err
 	}
 	return nil
 }
 
-func (p *phaseRunner) runPhase(ctx context.Context, ph Phase) error {
+func (p *phaseRunner) runPhase(ctx context.Context, ph render.Phase) error {
 	o := p.o
 	base := ansible.PlaybookOptions{Verbosity: o.Verbosity, OnEvent: o.OnEvent, Stderr: o.Stderr, Logger: p.log}
 	switch ph.Kind {
-	case PhasePlaybook:
+	case render.PhasePlaybook:
 		ro := p.withAnsible(base, ansible.ForRoles)
 		ro.Check, ro.Diff, ro.Limit, ro.Tags = o.Check, o.Check, o.Limit, o.Tags
 		if p.files.VIM != nil && !o.Check {
-			ro.Collect = []string{VIMInfoFile}
+			ro.Collect = []string{render.VIMInfoFile}
 		}
 		res, err := p.runner.Run(ctx, p.bundle, ro)
 		if res != nil {
 			// The token stays here, out of the result that reports and
 			// records are made from.
-			p.vimInfo, res.Collected = res.Collected[VIMInfoFile], nil
+			p.vimInfo, res.Collected = res.Collected[render.VIMInfoFile], nil
 		}
 		p.add(res)
 		if err == nil && res != nil && len(res.Recap) == 0 && o.Limit == "" {
 			p.emptyPlaybook = true
 		}
 		return err
-	case PhaseKubespray:
+	case render.PhaseKubespray:
 		ro := p.withAnsible(base, ansible.ForKubespray)
 		ro.Dir, ro.Playbooks = p.files.KubesprayRoot, []string{p.kubespray[ph.Playbook]}
 		ro.ForeignConfig, ro.Inventory, ro.Become = true, p.files.KubesprayInventoryPath, true
 		ro.Limit, ro.ExtraVars = ph.Limit, ph.ExtraVars
 		// kubespray's variables and the passwords its inventory refers to;
 		// not secrets.yml, whose heatsible variables kubespray must not get.
-		ro.VarsFile = KubesprayVarsFile
+		ro.VarsFile = render.KubesprayVarsFile
 		res, err := p.runner.Run(ctx, p.bundle, ro)
 		p.add(res)
 		return err
-	case PhaseWriteInventory:
+	case render.PhaseWriteInventory:
 		return p.fileOps.PutFile(ctx, p.files.KubesprayInventoryPath, p.files.KubesprayInventory, 0o600)
-	case PhaseRemoveInventory:
+	case render.PhaseRemoveInventory:
 		return p.fileOps.RemoveFile(ctx, p.files.KubesprayInventoryPath, true)
-	case PhaseCleanStaging:
+	case render.PhaseCleanStaging:
 		if p.remote == nil {
 			return nil // local bundles go with their runs
 		}
@@ -223,4 +215,35 @@ func lastBytes(s string, n int) string {
 		s = s[i+1:]
 	}
 	return s
+}
+
+// finishVIM builds Tacker's Kubernetes VIM from what the k8s_vim role left,
+// teaches the record's masker its token, and says what was prepared (or
+// why nothing was: check mode, --tags or --limit leaving the role out).
+func (p *phaseRunner) finishVIM(t *topology.Topology, rec *state.Record) (*VIM, error) {
+	e := *p.files.VIM
+	master := t.ByRole(topology.RoleMaster)[0].Name
+	if p.o.Check {
+		p.say("check mode: Tacker's Kubernetes VIM is not prepared; the run creates (or keeps) ServiceAccount %s/%s on %s and reports %s",
+			render.VIMNamespace, render.VIMServiceAccount, master, e)
+		return nil, nil
+	}
+	if p.vimInfo == nil {
+		if why := p.files.VIMSkip; why != "" {
+			p.say("Tacker's Kubernetes VIM: not prepared (%s)", why)
+			return nil, nil
+		}
+		return nil, fail.With(fail.Internal, fmt.Errorf("the %s role ran on %s but left no VIM info (%s): no VIM was prepared", render.VIMRole, master, render.VIMInfoFile))
+	}
+	vo, err := buildVIM(e, p.vimInfo, p.o.Request, t.Cluster, master, time.Now())
+	p.vimInfo = nil
+	if err != nil {
+		return nil, fail.With(fail.HostFailed, err)
+	}
+	rec.Learn(vo.VIM.BearerToken)
+	for _, w := range vo.Warnings {
+		p.say("warning: %s", w)
+	}
+	p.say("%s", vo.Summary)
+	return vo.VIM, nil
 }

@@ -112,7 +112,7 @@ func TestPlanMatchesAnsible(t *testing.T) {
 		Cluster: "k8s-a", Operation: OpInstantiateEnd, BaseDir: t.TempDir(),
 		Inventory: f.Inventory, Playbook: f.Playbook, Roles: roles.FS, Collections: map[string]fs.FS{collection.FQCN: collection.FS},
 		GroupVars: f.GroupVars, Secrets: f.Secrets, SecretValues: f.SecretValues,
-		Files: bundleFiles(f),
+		Files: f.BundleFiles(),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/heatsible/heatsible/internal/ansible"
 	"github.com/heatsible/heatsible/internal/params"
+	"github.com/heatsible/heatsible/internal/render"
 	"github.com/heatsible/heatsible/internal/report"
 	"github.com/heatsible/heatsible/internal/state"
 )
@@ -81,7 +82,7 @@ func recordWhere(o RunOptions) string {
 
 // recordFiles hands the record the run's rendered bundle (the secrets file
 // apart: the record masks every value of it).
-func recordFiles(rec *state.Record, f *OpFiles) {
+func recordFiles(rec *state.Record, f *render.Files) {
 	out := map[string][]byte{
 		ansible.InventoryDir + "/hosts.yml": f.Inventory,
 		ansible.PlaybookFile:                f.Playbook,
@@ -89,7 +90,7 @@ func recordFiles(rec *state.Record, f *OpFiles) {
 	for g, b := range f.GroupVars {
 		out[ansible.GroupVarsDir+"/"+g+".yml"] = b
 	}
-	for name, b := range bundleFiles(f) {
+	for name, b := range f.BundleFiles() {
 		out[name] = b
 	}
 	// kubespray's vars file: passwords and proxy credentials are masked by

@@ -1,6 +1,7 @@
-// Package lcm turns an operation (a VNF lifecycle hook and its target) into
-// ordered steps and runs them: it is where params, topology, inventory,
-// playbooks and the Ansible runner meet.
+// Package lcm runs an operation (a VNF lifecycle hook and its target): it
+// reads the cluster's topology, has package render render the operation
+// once, and runs the run's titled steps (steps.go) with the Ansible runner,
+// recording the run; MakePlan says what those steps would do.
 package lcm
 
 import (

@@ -68,10 +68,10 @@ unit() {
     suite "$v" "roles, internal/ansible (go)" "$v-go" env PATH="$d/bin:$PATH" \
       go test -count=1 -p "${MATRIX_P:-1}" -skip '^TestAnsibleLint$' ./roles/ ./internal/ansible/
     # the other packages whose tests run ansible-playbook: request values as
-    # data (internal/lcm), masking (redact, report), signals (cmd), the LB role
+    # data (internal/lcm, internal/render), masking (redact, report), signals (cmd), the LB role
     # (MATRIX_MORE=0 leaves them out: CI's 2.19 phase, for time)
-    [ "${MATRIX_MORE:-1}" = 0 ] || suite "$v" "lcm, redact, report, cmd, external-lb (go)" "$v-go-more" env PATH="$d/bin:$PATH" \
-      go test -count=1 -p "${MATRIX_P:-1}" ./internal/lcm/ ./internal/redact/ ./internal/report/ ./cmd/heatsible/ ./contrib/external-lb/
+    [ "${MATRIX_MORE:-1}" = 0 ] || suite "$v" "lcm, render, redact, report, cmd, external-lb (go)" "$v-go-more" env PATH="$d/bin:$PATH" \
+      go test -count=1 -p "${MATRIX_P:-1}" ./internal/lcm/ ./internal/render/ ./internal/redact/ ./internal/report/ ./cmd/heatsible/ ./contrib/external-lb/
   done
   d=$("$VENVS" path lint)
   suite lint "ansible-lint $("$d/bin/ansible-lint" --version 2>/dev/null | sed -n 's/^ansible-lint \([^ ]*\).*/\1/p' | tr -d '\033' | sed 's/\[[0-9;]*m//g')" lint \

@@ -1,4 +1,4 @@
-package lcm
+package render
 
 import (
 	"fmt"
@@ -59,7 +59,7 @@ func tackerServerName(prefix string, n topology.Node) (string, error) {
 // remove (every worker at instantiate-end, the leaving or new ones
 // otherwise), and for Tacker's contract the -m/-w addresses and each
 // worker's server name. tmpl is the operation's template, nodes its nodes.
-func (f *OpFiles) addExternalLB(req *params.Request, t *topology.Topology, pkgDir, tmpl string, nodes []topology.Node, d *playbooks.Data) error {
+func (f *Files) addExternalLB(req *params.Request, t *topology.Topology, pkgDir, tmpl string, nodes []topology.Node, d *playbooks.Data) error {
 	lb := req.Cluster.ExternalLBParam
 	if lb == nil {
 		return nil

@@ -1,4 +1,4 @@
-package lcm
+package render
 
 import (
 	"fmt"
@@ -11,49 +11,6 @@ import (
 	"github.com/heatsible/heatsible/internal/topology"
 	"github.com/heatsible/heatsible/inventory"
 )
-
-// OpFiles are the operation-specific files of a run bundle, before the runner
-// stages them with the roles.
-type OpFiles struct {
-	Inventory []byte
-	Playbook  []byte
-	// GroupVars maps a group name to its group_vars/<group>.yml. None of them
-	// holds a secret: passwords are referenced as "{{ heatsible_secrets.* }}"
-	// and defined only in Secrets. Every string in them and in Secrets is
-	// tagged !unsafe except those references (see inventory.Marshal).
-	GroupVars map[string][]byte
-	// Secrets is the 0600 vars file passed with -e @file.
-	Secrets []byte
-	// Manifests maps a file name under manifests/ to a prepared PV manifest.
-	Manifests map[string][]byte
-	// SecretValues lists every secret, for masking in logs and records.
-	SecretValues []string
-	// Extra are more files of the bundle (relative path -> content), e.g.
-	// the external load balancer's script.
-	Extra map[string][]byte
-	// LBInterface is the interface of the external load balancer's script
-	// ("" without external_lb_param); see addExternalLB.
-	LBInterface params.LBInterface
-
-	// Phases are the steps of the run, in order (see Phase); Playbook is
-	// what PhasePlaybook runs.
-	Phases []Phase
-	// KubesprayInventory is written to KubesprayInventoryPath on the machine
-	// that runs Ansible (PhaseWriteInventory), in KubesprayInventoryFormat;
-	// KubesprayRoot is kubespray_root_path. KubesprayVars are the variables
-	// every kubespray run gets, in the bundle's KubesprayVarsFile (its
-	// content: KubesprayVarsYAML). See kubespray.go.
-	KubesprayInventory       []byte
-	KubesprayInventoryPath   string
-	KubesprayInventoryFormat inventory.Format
-	KubesprayRoot            string
-	KubesprayVars            map[string]any
-	KubesprayVarsYAML        []byte
-
-	// VIM is where Tacker's Kubernetes VIM will point (nil: the operation
-	// prepares none); see vim.go.
-	VIM *VIMEndpoint
-}
 
 // ExternalLBScript is where the external load balancer's script (the
 // request's external_lb_param.script_path) sits in the bundle.
@@ -93,7 +50,7 @@ const ManifestDir = "manifests"
 
 // buildVars computes group_vars, secrets and prepared manifests for req on t,
 // with the bounds of waits (--wait).
-func buildVars(req *params.Request, t *topology.Topology, pkgDir string, waits map[string]int, f *OpFiles) error {
+func buildVars(req *params.Request, t *topology.Topology, pkgDir string, waits map[string]int, f *Files) error {
 	c := req.Cluster
 	all := waitVars(waits)
 	f.GroupVars = map[string][]byte{}
@@ -247,7 +204,7 @@ func buildVars(req *params.Request, t *topology.Topology, pkgDir string, waits m
 	return nil
 }
 
-func addGroupVars(f *OpFiles, group string, vars map[string]any) error {
+func addGroupVars(f *Files, group string, vars map[string]any) error {
 	b, err := inventory.Marshal(vars)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package lcm
+package render
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package lcm
+package render
 
 import (
 	"slices"
@@ -28,7 +28,11 @@ func kubesprayInventory(req *params.Request, t *topology.Topology, without []str
 	if w := req.Cluster.WorkerNode; w != nil {
 		worker = inventory.KubesprayConn{User: w.Username, Password: w.Password != ""}
 	}
-	return inventory.Kubespray(t, master, worker, without, format)
+	nodes, err := inventoryNodes(t)
+	if err != nil {
+		return nil, err
+	}
+	return inventory.Kubespray(nodes, master, worker, without, format)
 }
 
 // kubesprayVars are the variables heatsible hands every kubespray run, from

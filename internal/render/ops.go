@@ -1,4 +1,4 @@
-package lcm
+package render
 
 import (
 	"fmt"
@@ -335,7 +335,7 @@ func canHealMaster(req *params.Request, t *topology.Topology, n topology.Node) e
 // the inventory goes and in which format (params.InventoryFile, the one
 // function validate, plan and run ask), the inventory itself, and the
 // variables every kubespray run gets.
-func (f *OpFiles) addKubespray(req *params.Request, t *topology.Topology) error {
+func (f *Files) addKubespray(req *params.Request, t *topology.Topology) error {
 	for _, ph := range f.Phases {
 		switch ph.Kind {
 		case PhaseWriteInventory, PhaseRemoveInventory, PhaseKubespray:
@@ -372,9 +372,23 @@ func (f *OpFiles) addKubespray(req *params.Request, t *topology.Topology) error 
 }
 
 // VarsFiles are the bundle's vars files besides secrets.yml.
-func (f *OpFiles) VarsFiles() map[string][]byte {
+func (f *Files) VarsFiles() map[string][]byte {
 	if f.KubesprayVarsYAML == nil {
 		return nil
 	}
 	return map[string][]byte{KubesprayVarsFile: f.KubesprayVarsYAML}
+}
+
+// SkipKubespray says why kubespray and the files handed to it are left
+// alone in a run with these flags, or "" when they are not.
+func SkipKubespray(check bool, tags []string, limit string) string {
+	switch {
+	case check:
+		return "check mode: kubespray does not support --check, and nothing may change"
+	case len(tags) > 0:
+		return "--tags/--role select heatsible's roles only"
+	case limit != "":
+		return "--limit narrows heatsible's own plays only"
+	}
+	return ""
 }

@@ -1,4 +1,4 @@
-package lcm
+package render
 
 import (
 	"maps"
@@ -116,7 +116,7 @@ func TestRenderWaits(t *testing.T) {
 		{map[string]int{"api": 20, "cloud-init": 1200},
 			map[string]any{"pv_register_api_timeout": 20, "k8s_vim_api_timeout": 20, "k8s_join_boot_timeout": 1200}},
 	} {
-		f, err := RenderOp(req, topo, "../../testdata/package", Op{Name: OpInstantiateEnd, Waits: c.waits}, "test")
+		f, err := renderOp(req, topo, Op{Name: OpInstantiateEnd, Waits: c.waits})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +140,7 @@ func TestRenderWaits(t *testing.T) {
 			}
 		}
 	}
-	notes := waitNotes(map[string]int{"api": 20})
+	notes := WaitNotes(map[string]int{"api": 20})
 	if len(notes) != 1 || notes[0] != "--wait api=20: the run waits at most 20 s instead of 60 s for the Kubernetes API server to answer the first master, before pv_register and k8s_vim change anything" {
 		t.Errorf("notes: %q", notes)
 	}

@@ -1,4 +1,4 @@
-package lcm
+package render
 
 import (
 	"fmt"
@@ -168,9 +168,9 @@ func waitVars(waits map[string]int) map[string]any {
 	return vars
 }
 
-// waitNotes say, for plan and validate's readers, which bounds a run takes
+// WaitNotes say, for plan and validate's readers, which bounds a run takes
 // from --wait.
-func waitNotes(waits map[string]int) []string {
+func WaitNotes(waits map[string]int) []string {
 	var notes []string
 	for _, w := range Waits {
 		s, ok := waits[w.Name]
