@@ -26,6 +26,7 @@ import re
 
 STATE_VERSION = 1
 
+
 def cinder_volume_byid_names(volume_id):
     """The /dev/disk/by-id names udev gives a disk whose serial is the
     volume id, for the buses Nova's libvirt driver attaches volumes with:
