@@ -133,7 +133,7 @@ for e in ss.get("nfs_server_setup_params", []):
     opts = [o.strip() for o in (e.get("export_options") or "rw,sync,no_subtree_check,root_squash").split(",") if o.strip()]
     table.setdefault(e["export_dir"], []).append((e["export_to"], opts))
 # The files nfs_server writes whole, with the text the role renders for this
-# request (templates/ganesha.conf.j2 and filter_plugins/nfs_server.py with the
+# request (templates/ganesha.conf.j2 and collection/plugins/filter/nfs_server.py with the
 # role's defaults: ports pinned, graceless, log level EVENT), so that
 # heatsible finds them current after the baseline and the other way round.
 ports = {"mountd": 20048, "statd": 32765, "statd_outgoing": 32766, "lockd": 32768}

@@ -32,7 +32,7 @@ Prints one JSON object on stdout, whatever happens:
   cert_from     where that certificate was read ("host:port")
   cert_error    why no certificate was read there ("" when it was)
 
-It judges nothing (the role's assert and heatsible do: internal/lcm/vim.go).
+It judges nothing (the role's assert and heatsible do: internal/render/vim.go checks the endpoint, internal/lcm/vim.go the VIM it builds).
 The token goes to stdout only: the task that runs this is no_log, and no
 message on stderr holds it. Exit 10: the API server did not answer within
 API_TIMEOUT (kubectl's last error on stderr), nothing applied; 11: kubectl
