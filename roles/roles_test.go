@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -265,17 +266,17 @@ func TestNoCompiledPython(t *testing.T) {
 	}
 }
 
-// TestShellJSONEncoderIsOne: the host-side probes print JSON with the same
-// shell function j() (a script sent with raw cannot source another file,
-// and each role must work on its own, so each script carries it). It is
-// what keeps a hostile path or blkid value a JSON string: a fix to one
-// copy must reach them all.
-func TestShellJSONEncoderIsOne(t *testing.T) {
+// TestShellJSONEncoderOneCopy: the host-side probes print JSON with
+// the shell function j(), which keeps a hostile path or blkid value a JSON
+// string. It has one copy, the collection's filter with_json_encoder
+// (collection/plugins/filter/shell.py), which the tasks put in front of
+// each script they send with raw: no script defines j() itself, and every
+// script that calls it is sent through the filter by its role's tasks.
+func TestShellJSONEncoderOneCopy(t *testing.T) {
 	scripts, err := fs.Glob(FS, "*/files/*.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var first, firstName string
 	n := 0
 	for _, s := range scripts {
 		data, err := fs.ReadFile(FS, s)
@@ -283,23 +284,32 @@ func TestShellJSONEncoderIsOne(t *testing.T) {
 			t.Fatal(err)
 		}
 		text := string(data)
-		i := strings.Index(text, "\nj() {\n")
-		if i < 0 {
+		if strings.Contains(text, "\nj() {") {
+			t.Errorf("%s defines j() itself: use the collection's (hand the script through heatsible.nfv.with_json_encoder)", s)
+		}
+		if !strings.Contains(text, "$(j ") {
 			continue
 		}
-		end := strings.Index(text[i:], "\n}\n")
-		if end < 0 {
-			t.Fatalf("%s: j() has no closing brace at the start of a line", s)
-		}
-		body := text[i : i+end+3]
 		n++
-		if first == "" {
-			first, firstName = body, s
-		} else if body != first {
-			t.Errorf("%s's j() differs from %s's: copy the one that is right to both", s, firstName)
+		role, name := strings.Split(s, "/")[0], path.Base(s)
+		tasks, err := fs.Glob(FS, role+"/tasks/*.yml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "lookup('ansible.builtin.file', '" + name + "') | heatsible.nfv.with_json_encoder"
+		sent := false
+		for _, task := range tasks {
+			b, err := fs.ReadFile(FS, task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent = sent || strings.Contains(string(b), want)
+		}
+		if !sent {
+			t.Errorf("%s calls j() but no task of %s sends it through the filter (%s): on a host j is not defined", s, role, want)
 		}
 	}
 	if n < 3 {
-		t.Errorf("found j() in %d scripts, want the 3 probes (cinder_volume probe.sh, nfs_server state.sh and verify.sh)", n)
+		t.Errorf("found j() called in %d scripts, want the 3 probes (cinder_volume probe.sh, nfs_server state.sh and verify.sh)", n)
 	}
 }
