@@ -8,35 +8,10 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/heatsible/heatsible/internal/escapetest"
 	"github.com/heatsible/heatsible/internal/params"
 )
-
-// hostileText is what a hostile value carries to forge a terminal: ESC
-// sequences (clear the screen, set the title), BEL, a right-to-left
-// override, NUL, U+0085 (NEL) and U+2028 (line separator).
-const hostileText = "a\x1b[2J\x1b]0;owned\x07b\u202ec\x00d\u0085e\u2028f"
-
-// terminalUnsafe returns the first character of s that may not reach a
-// terminal as it is (newline and tab may), or -1.
-func terminalUnsafe(s string) rune {
-	for i, r := range s {
-		if r == '\n' || r == '\t' {
-			continue
-		}
-		if r == utf8.RuneError {
-			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
-				return rune(s[i])
-			}
-		}
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
-			return r
-		}
-	}
-	return -1
-}
 
 // jsonStrings returns every string (keys too) of the JSON document doc.
 func jsonStrings(t *testing.T, doc string) []string {
@@ -99,15 +74,15 @@ func TestValuesPrintedEscaped(t *testing.T) {
 	pkg := filepath.Join(hostileDir, "package")
 	topo := filepath.Join(td, "topology", "k8s-a.yaml")
 	node := func(p map[string]any, k string) map[string]any { return p[k].(map[string]any) }
-	unknownKey := controlWith(t, func(p map[string]any) { node(p, "master_node")[hostileText] = "x" })
+	unknownKey := controlWith(t, func(p map[string]any) { node(p, "master_node")[escapetest.HostileText] = "x" })
 	longKey := controlWith(t, func(p map[string]any) { node(p, "master_node")[strings.Repeat("k", 5000)] = "x" })
-	badUser := controlWith(t, func(p map[string]any) { node(p, "master_node")["username"] = hostileText })
+	badUser := controlWith(t, func(p map[string]any) { node(p, "master_node")["username"] = escapetest.HostileText })
 	// A duplicate key: written by hand, encoding/json would keep one.
 	dupData, err := os.ReadFile(filepath.Join(hostileDir, "control.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dk, _ := json.Marshal(hostileText)
+	dk, _ := json.Marshal(escapetest.HostileText)
 	dupData = []byte(strings.Replace(string(dupData), `"aspect_id": "master_instance",`,
 		`"aspect_id": "master_instance", `+string(dk)+`: 1, `+string(dk)+`: 2,`, 1))
 	dupKey := filepath.Join(t.TempDir(), "dup.json")
@@ -118,7 +93,7 @@ func TestValuesPrintedEscaped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	yq := strconv.Quote(hostileText) // Go's escapes are YAML's (json.Marshal leaves U+0085 raw, a YAML line break)
+	yq := strconv.Quote(escapetest.HostileText) // Go's escapes are YAML's (json.Marshal leaves U+0085 raw, a YAML line break)
 	writeTopo := func(name, from, to string) string {
 		p := filepath.Join(t.TempDir(), name)
 		if err := os.WriteFile(p, []byte(strings.Replace(string(topoData), from, to, 1)), 0o600); err != nil {
@@ -144,7 +119,7 @@ func TestValuesPrintedEscaped(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, out, errs := heatsible(t, tt.args...)
-			if r := terminalUnsafe(out + errs); r >= 0 {
+			if r := escapetest.TerminalUnsafe(out + errs); r >= 0 {
 				t.Errorf("the output holds %U unescaped:\nstdout:\n%q\nstderr:\n%q", r, out, errs)
 			}
 			if !strings.Contains(out+errs, tt.want) {
@@ -153,13 +128,13 @@ func TestValuesPrintedEscaped(t *testing.T) {
 			_, out, errs = heatsible(t, append([]string{"-o", "json"}, tt.args...)...)
 			for _, doc := range []string{out, errs} {
 				if strings.TrimSpace(doc) == "" || !strings.HasPrefix(strings.TrimSpace(doc), "{") {
-					if r := terminalUnsafe(doc); r >= 0 {
+					if r := escapetest.TerminalUnsafe(doc); r >= 0 {
 						t.Errorf("-o json: %U unescaped in %q", r, doc)
 					}
 					continue
 				}
 				for _, s := range jsonStrings(t, doc) {
-					if r := terminalUnsafe(s); r >= 0 {
+					if r := escapetest.TerminalUnsafe(s); r >= 0 {
 						t.Errorf("-o json: a string holds %U unescaped: %q", r, s)
 					}
 				}

@@ -8,11 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/heatsible/heatsible/internal/fail"
+	"github.com/heatsible/heatsible/internal/remote"
 	"github.com/heatsible/heatsible/internal/remote/remotetest"
 )
 
@@ -264,5 +267,58 @@ func TestLockScriptsShellcheck(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("%s: shellcheck: %v\n%s\n%s", name, err, out, s)
 		}
+	}
+}
+
+// TestLockSessionEndIsUnreachable: the lock's session ending is exit code
+// 3 wherever the run meets it: while the lock is taken (here its shell
+// exits on its own, the locks directory being a file), and once it is
+// held (its shell killed on the Ansible host, the connection alive) at
+// the next staging exchange and at the release.
+func TestLockSessionEndIsUnreachable(t *testing.T) {
+	srv := remotetest.Start(t)
+	ctx := context.Background()
+
+	blocked := filepath.Join(t.TempDir(), "runs")
+	if err := os.WriteFile(filepath.Join(filepath.Dir(blocked), "locks"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rr := &RemoteRunner{Client: dialAgain(t, srv), BaseDir: blocked}
+	_, err := rr.Lock(ctx, "k8s-a", holder("heal-end", 1, "c"), false)
+	if !errors.Is(err, remote.ErrSessionEnded) || fail.Code(err) != fail.Unreachable {
+		t.Errorf("Lock whose shell exited: %v (exit code %d), want ErrSessionEnded, %d", err, fail.Code(err), fail.Unreachable)
+	}
+
+	base := filepath.Join(t.TempDir(), "runs")
+	rr = &RemoteRunner{Client: dialAgain(t, srv), BaseDir: base}
+	l, err := rr.Lock(ctx, "k8s-a", holder("heal-end", 1, "c"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lockPath := filepath.Join(filepath.Dir(base), "locks", LockName("k8s-a"))
+	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	killed := 0
+	for _, fd := range fds {
+		if target, err := os.Readlink(fd); err == nil && target == lockPath {
+			if pid, err := strconv.Atoi(strings.Split(fd, "/")[2]); err == nil && syscall.Kill(pid, syscall.SIGKILL) == nil {
+				killed++
+			}
+		}
+	}
+	if killed == 0 {
+		t.Fatal("no process held the lock file open")
+	}
+	select {
+	case <-l.Lost():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the lock's session did not end 20 s after its shell was killed")
+	}
+	_, err = l.mkstage(ctx, StagingPrefix("k8s-a", "heal-end"))
+	if !errors.Is(err, ErrLockLost) || !errors.Is(err, remote.ErrSessionEnded) || fail.Code(err) != fail.Unreachable {
+		t.Errorf("mkstage after the session ended: %v (exit code %d), want ErrLockLost, %d", err, fail.Code(err), fail.Unreachable)
+	}
+	err = l.Release(ctx)
+	if !errors.Is(err, ErrLockLost) || fail.Code(err) != fail.Unreachable {
+		t.Errorf("Release after the session ended: %v (exit code %d), want ErrLockLost, %d", err, fail.Code(err), fail.Unreachable)
 	}
 }

@@ -50,16 +50,26 @@ func (b *bed) kubesprayRelease(t *testing.T, release, venv string) {
 }
 
 // keepFile puts path on host back as it is now (or absent) when the test
-// ends.
+// ends: its content, owner and mode, its directory made again (with the
+// file's owner) if the test removed it, as terminate-end removes the
+// kubespray inventory's. A host that cannot be read fails the test before
+// it changes anything (it is not taken for a missing file).
 func (b *bed) keepFile(t *testing.T, host, path string) {
 	t.Helper()
-	was, err := b.try(host, "sh", "-c", "test -f "+path+" && base64 -w0 "+path)
+	was := b.exec(t, host, "sh", "-c", `if [ -f "$1" ]; then stat -c '%U:%G %a' "$1" && base64 -w0 "$1"; else echo absent; fi`, "sh", path)
+	meta, data, _ := strings.Cut(was, "\n")
 	t.Cleanup(func() {
-		if err == nil {
-			b.exec(t, host, "sh", "-c", "echo "+strings.TrimSpace(was)+" | base64 -d > "+path)
-		} else {
+		if meta == "absent" {
 			b.exec(t, host, "rm", "-f", path)
+			return
 		}
+		owner, mode, _ := strings.Cut(meta, " ")
+		b.exec(t, host, "sh", "-c", `set -e
+d=$(dirname "$1")
+[ -d "$d" ] || install -d -o "${3%:*}" -g "${3#*:}" "$d"
+printf '%s' "$2" | base64 -d > "$1"
+chown "$3" "$1"
+chmod "$4" "$1"`, "sh", path, strings.TrimSpace(data), owner, mode)
 	})
 }
 

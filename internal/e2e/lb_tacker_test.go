@@ -138,7 +138,10 @@ func taskStatuses(t *testing.T, state, op, suffix string) []string {
 // does not reload haproxy; Heat scales out a spare worker and scale-end adds
 // its line (haproxy reloaded, not restarted); scale-in removes it; a node
 // heal removes and re-adds a worker's line; haproxy -c passes after every
-// step. The lb host is put back as it was.
+// step. The lb host is put back as it was, and so are the kubespray
+// inventory on the Ansible host, the storage server's volume record, the
+// Node objects, the NFS clients the test takes off and the stand-in's
+// reset mark, however the test ends.
 //
 // The same operations are the kubespray stand-in's scale and heal scenario
 // (it was TestKubesprayStandInScaleAndHeal, which ran them once more with
@@ -234,6 +237,15 @@ systemctl restart haproxy`)
 		}
 	}
 	state := t.TempDir()
+	// What the runs change on the bed besides the lb host, put back as it
+	// is now however the test ends: the kubespray inventory heatsible
+	// writes on the Ansible host (one naming the spare's member would make
+	// the next scale-out's run refuse, exit 6), the storage server's
+	// volume record cinder_volume writes, and the Node objects the
+	// stand-in registers and removes.
+	b.keepFile(t, "ansible", ks+"/inventory/heatsible/hosts.yaml")
+	b.keepFile(t, "storage", "/var/lib/heatsible/volumes.json")
+	b.keepNodes(t)
 	check := func(step string, s lbState, want, notWant []string) {
 		t.Helper()
 		if n := strings.Count(s.cfg, "backend kubernetes-nodeport\n"); n != 1 {
@@ -343,6 +355,7 @@ systemctl restart haproxy`)
 	// reloads haproxy (same master process, new workers).
 	// The new VM comes without the NFS client.
 	spare, spareIP := b.env["BED_SPARE_WORKER"], b.env["BED_SPARE_WORKER_IP"]
+	b.keepNFSClient(t, spare)
 	b.removeNFSClient(t, spare)
 	n := b.scaleOutSpare(t, len(workers))
 	newNode := n.Name
@@ -384,6 +397,8 @@ systemctl restart haproxy`)
 	t.Logf("LB backend after scale-out (%s joined):\n%s", n.Name, s3.backend)
 
 	// 4. Scale-in of the same worker (named by its member, as Tacker does).
+	// The stand-in's remove-node.yml leaves its reset mark on the spare.
+	b.keepFile(t, spare, "/var/lib/kubespray-stand-in/reset")
 	b.lbRun(t, state, request, pkg, "scale-start", "--nodes", n.Member)
 	s4 := b.lbState(t, since)
 	check("scale-start", s4, workers, []string{spareIP})
@@ -442,6 +457,7 @@ systemctl restart haproxy`)
 		t.Errorf("node %s still in Kubernetes after heal-start", victim.Name)
 	}
 	// The replaced VM comes without the NFS client.
+	b.keepNFSClient(t, host)
 	b.removeNFSClient(t, host)
 	b.lbRun(t, state, request, pkg, "heal-end", "--vnfc-resource-id", victim.ServerID)
 	s6 := b.lbState(t, since)
@@ -483,6 +499,62 @@ systemctl restart haproxy`)
 	if left := b.exec(t, "ansible", "sh", "-c", "ls -d /home/*/.heatsible/runs/heatsible-* /tmp/heatsible-* 2>/dev/null; true"); strings.TrimSpace(left) != "" {
 		t.Errorf("staging directories left on the Ansible host after terminate-end:\n%s", left)
 	}
+}
+
+// keepNFSClient puts back the NFS client on host when the test ends, if
+// host has it now (the test takes it off).
+func (b *bed) keepNFSClient(t *testing.T, host string) {
+	t.Helper()
+	if b.nfsClient(host) {
+		b.ensureNFSClient(t, host)
+	}
+}
+
+// keepNodes puts the cluster's Node objects back as they are now when the
+// test ends: those it registered deleted, those it removed created again,
+// a cordon it left undone.
+func (b *bed) keepNodes(t *testing.T) {
+	t.Helper()
+	var list struct {
+		Items []map[string]any `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(b.kubectl(t, "get", "nodes", "-o", "json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	saved := map[string]map[string]any{}
+	for _, n := range list.Items {
+		meta := n["metadata"].(map[string]any)
+		for _, k := range []string{"uid", "resourceVersion", "creationTimestamp", "managedFields"} {
+			delete(meta, k)
+		}
+		delete(n, "status")
+		saved[meta["name"].(string)] = n
+	}
+	t.Cleanup(func() {
+		present := map[string]bool{}
+		for _, n := range b.clusterNodes(t) {
+			present[n.Name] = true
+			s, ok := saved[n.Name]
+			if !ok {
+				b.try("master-0", kubectlArgv("delete", "node", n.Name, "--ignore-not-found")...)
+				continue
+			}
+			spec, _ := s["spec"].(map[string]any)
+			if want, _ := spec["unschedulable"].(bool); n.Unschedulable != want {
+				b.try("master-0", kubectlArgv("patch", "node", n.Name, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"unschedulable":%v}}`, want))...)
+			}
+		}
+		var missing []map[string]any
+		for name, s := range saved {
+			if !present[name] {
+				missing = append(missing, s)
+			}
+		}
+		if len(missing) > 0 {
+			doc, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": missing})
+			b.kubectlStdin(t, string(doc), "create", "-f", "-")
+		}
+	})
 }
 
 // checkVIMThroughLB: the run's VIM is server (the load balancer's API

@@ -9,10 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/heatsible/heatsible/internal/ansible"
+	"github.com/heatsible/heatsible/internal/escapetest"
 	"github.com/heatsible/heatsible/internal/fail"
 	"github.com/heatsible/heatsible/internal/redact"
 	"github.com/heatsible/heatsible/internal/report"
@@ -20,30 +19,6 @@ import (
 
 // The CLI's presenter (present.go) and the files a run writes at its end
 // (cli.go); moved here from cmd/heatsible with the code.
-
-// hostileText is what a hostile value carries to forge a terminal: ESC
-// sequences (clear the screen, set the title), BEL, a right-to-left
-// override, NUL, U+0085 (NEL) and U+2028 (line separator).
-const hostileText = "a\x1b[2J\x1b]0;owned\x07b\u202ec\x00d\u0085e\u2028f"
-
-// terminalUnsafe returns the first character of s that may not reach a
-// terminal as it is (newline and tab may), or -1.
-func terminalUnsafe(s string) rune {
-	for i, r := range s {
-		if r == '\n' || r == '\t' {
-			continue
-		}
-		if r == utf8.RuneError {
-			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
-				return rune(s[i])
-			}
-		}
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
-			return r
-		}
-	}
-	return -1
-}
 
 // TestRunOutputEscaped: what a host sends back (a task's message quoting a
 // file's content, a play name) reaches the terminal escaped in run's
@@ -53,20 +28,20 @@ func terminalUnsafe(s string) rune {
 func TestRunOutputEscaped(t *testing.T) {
 	var out, errb strings.Builder
 	p := NewProgress(&out, &errb, false, true)
-	p.Event(ansible.Event{Kind: ansible.KindPlayStart, Play: "play " + hostileText})
+	p.Event(ansible.Event{Kind: ansible.KindPlayStart, Play: "play " + escapetest.HostileText})
 	p.Event(ansible.Event{Kind: ansible.KindResult, Host: "storage-server", Status: ansible.StatusFailed,
-		Task: "nfs_server : Verify " + hostileText, Msg: "exports hold " + hostileText + "\nsecond line"})
-	if r := terminalUnsafe(errb.String()); r >= 0 {
+		Task: "nfs_server : Verify " + escapetest.HostileText, Msg: "exports hold " + escapetest.HostileText + "\nsecond line"})
+	if r := escapetest.TerminalUnsafe(errb.String()); r >= 0 {
 		t.Errorf("progress holds %U unescaped:\n%q", r, errb.String())
 	}
 	if !strings.Contains(errb.String(), `\x1b[2J`) || !strings.Contains(errb.String(), "\n      second line") {
 		t.Errorf("progress lost the message or its lines:\n%s", errb.String())
 	}
 	res := &ansible.Result{Events: []ansible.Event{
-		{Kind: ansible.KindPlayStart, Play: "Storage " + hostileText},
-		{Kind: ansible.KindResult, Play: "Storage", Task: "nfs_server : Write /etc/exports " + hostileText, Host: "storage-server",
-			Status: ansible.StatusChanged, Diff: "+/volume/nfs/pv1 " + hostileText + "\n"},
-		{Kind: ansible.KindResult, Play: "Storage", Task: "t", Host: "storage-server", Status: ansible.StatusFailed, Msg: hostileText},
+		{Kind: ansible.KindPlayStart, Play: "Storage " + escapetest.HostileText},
+		{Kind: ansible.KindResult, Play: "Storage", Task: "nfs_server : Write /etc/exports " + escapetest.HostileText, Host: "storage-server",
+			Status: ansible.StatusChanged, Diff: "+/volume/nfs/pv1 " + escapetest.HostileText + "\n"},
+		{Kind: ansible.KindResult, Play: "Storage", Task: "t", Host: "storage-server", Status: ansible.StatusFailed, Msg: escapetest.HostileText},
 	}, Recap: map[string]ansible.HostRecap{"storage-server": {Changed: 1, Failed: 1}}, RecapComplete: true}
 	rep := report.Build(report.Input{Operation: "instantiate-end", Cluster: "k8s-a", Check: true, Result: res})
 	file := filepath.Join(t.TempDir(), "review.md")
@@ -74,7 +49,7 @@ func TestRunOutputEscaped(t *testing.T) {
 		t.Fatal(err)
 	}
 	md, _ := os.ReadFile(file)
-	if r := terminalUnsafe(string(md)); r >= 0 {
+	if r := escapetest.TerminalUnsafe(string(md)); r >= 0 {
 		t.Errorf("review.md holds %U unescaped:\n%q", r, md)
 	}
 	if !strings.Contains(string(md), `\x1b[2J`) {

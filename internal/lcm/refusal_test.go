@@ -115,3 +115,69 @@ func TestRefusalMarker(t *testing.T) {
 		})
 	}
 }
+
+// rescueProbe refuses inside a block that rescues it, or with
+// ignore_errors, and may then fail plainly.
+const rescueProbe = `---
+- name: Refuse, rescued
+  when: probe_case in ['rescued', 'rescued then failed']
+  block:
+    - name: Refuse the widgets
+      heatsible.nfv.refuse:
+        msg: widget w1 is Bound
+  rescue:
+    - name: Carry on
+      ansible.builtin.debug:
+        msg: rescued
+
+- name: Refuse, ignored
+  heatsible.nfv.refuse:
+    msg: widget w2 is Bound
+  ignore_errors: true
+  when: probe_case == 'ignored then failed'
+
+- name: Fail plainly
+  ansible.builtin.fail:
+    msg: plain failure
+  when: probe_case in ['failed', 'rescued then failed', 'ignored then failed']
+`
+
+// TestRefusalJudgedPerRun: exit code 6 is judged on one ansible-playbook
+// run, each phase of an operation being one. A refusal rescued in one run
+// leaves that run a success, and a plain failure in the next run (the
+// operation's next phase) is 4; within one run, a refusal that was
+// rescued or ignored still makes a later plain failure of that run 6.
+// (No role or playbook rescues or ignores a refusal: docs/hooks.md.)
+func TestRefusalJudgedPerRun(t *testing.T) {
+	if _, err := exec.LookPath("ansible-playbook"); err != nil {
+		t.Skip("ansible-playbook not on PATH")
+	}
+	probe := fstest.MapFS{"probe/tasks/main.yml": {Data: []byte(rescueProbe)}}
+	const play = "- name: Probe\n  hosts: all\n  gather_facts: false\n  roles:\n    - probe\n"
+	run := func(c string) error {
+		res, err := runRoles(t, probe, play, "probe_case: "+c+"\n")
+		if strings.Contains(c, "rescued") || strings.Contains(c, "ignored") {
+			refused := false
+			for _, e := range res.Events {
+				refused = refused || e.Refused
+			}
+			if !refused {
+				t.Errorf("%s: no refused task among the events: %+v", c, res.Events)
+			}
+		}
+		return err
+	}
+	// Two phases: the first rescues its refusal, the second fails.
+	if err := run("rescued"); err != nil {
+		t.Fatalf("a run whose refusal was rescued failed: %v", err)
+	}
+	if code := fail.Code(run("failed")); code != fail.HostFailed {
+		t.Errorf("the next run's plain failure: exit code %d, want %d", code, fail.HostFailed)
+	}
+	// One run.
+	for _, c := range []string{"rescued then failed", "ignored then failed"} {
+		if code := fail.Code(run(c)); code != fail.Refused {
+			t.Errorf("%s in one run: exit code %d, want %d", c, code, fail.Refused)
+		}
+	}
+}
