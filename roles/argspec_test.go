@@ -30,6 +30,7 @@ var argSpecRefusals = []struct {
 	{"k8s_vim", "main", `{"k8s_vim_endpoint_port": "https"}`, "k8s_vim_endpoint_port", "unable to convert to int"},
 	{"kubeconfig", "main", `{"kubeconfig_search": {"path": "/etc/kubernetes/admin.conf"}}`, "kubeconfig_search", "unable to convert to list"},
 	{"nfs_client", "main", `{"nfs_client_nlm_pvs": [{"mount_options": ["nfsvers=3"]}]}`, "nfs_client_nlm_pvs", "missing required arguments: name found in nfs_client_nlm_pvs"},
+	{"nfs_server", "main", `{"nfs_server_impl": "knfsd"}`, "nfs_server_impl", "must be one of: kernel, ganesha, got: knfsd"},
 	{"pv_register", "main", `{"pv_wait_timeout": "2m"}`, "pv_wait_timeout", "unable to convert to int"},
 }
 

@@ -1,12 +1,16 @@
 # -*- coding: utf-8 -*-
-"""nfs_server's judgement, on the controller (tests: tests/unit/plugins/filter/).
+"""nfs_server's judgement that needs code, on the controller (tests: tests/unit/plugins/filter/).
 
 - nfs_server_table: the exports, one entry per directory with its clients,
   the volume mount point it lives on and a stable ganesha Export_Id;
-- nfs_server_param_problems: every problem with the role's parameters;
-- nfs_server_state: what files/state.sh found, and what the role must do;
+- nfs_server_nfs_conf_overrides: the settings of /etc/nfs.conf.d that
+  nfs-utils reads after heatsible's file and that undo a pinned port;
 - nfs_server_verify: what files/verify.sh found, judged against the table:
   which exports are not served, and a summary of what was verified.
+
+The role's parameters are checked by meta/argument_specs.yml, the request
+by heatsible (internal/params) before the role runs: nothing here checks
+them again.
 
 exportfs -v and showmount -e are parsed as the real tools print them
 (tests/unit/plugins/filter/recorded/: recorded on the test bed): exportfs puts a long path on a
@@ -20,12 +24,6 @@ import hashlib
 import ipaddress
 import json
 import re
-
-# Characters a path may have to reach exports(5), ganesha.conf and systemd
-# unit files literally (no blanks, quotes, '%', ';', parentheses, ...).
-_SAFE_PATH = re.compile(r'^/[A-Za-z0-9_.@+/-]*$')
-_CLIENT = re.compile(r'^[^\s"(),;{}]+$')
-_OPTIONS = re.compile(r'^[^\s"(){};]*$')
 
 
 def _under(path, mounts):
@@ -42,12 +40,11 @@ def nfs_server_table(exports, default_options, self_client, bind_address, volume
     mount_to}. Entries with the same dir form one export; with self_client
     the server's own address is a client too (with the first client's
     options). Export_Id comes from the path (sha1, 1..65534: stable when
-    exports are added or reordered) unless an entry gives export_id."""
+    exports are added or reordered; internal/params refuses two that clash)
+    unless an entry gives export_id."""
     mounts = [str(v.get('mount_to')) for v in (volumes or []) if isinstance(v, dict) and v.get('mount_to')]
     table, order = {}, []
     for e in exports:
-        if not isinstance(e, dict) or not isinstance(e.get('dir'), str) or 'to' not in e:
-            continue  # nfs_server_param_problems says why
         d = e['dir']
         if d not in table:
             table[d] = {'dir': d, 'clients': [], 'ids': [], 'mount_to': _under(d, mounts)}
@@ -65,180 +62,6 @@ def nfs_server_table(exports, default_options, self_client, bind_address, volume
         t['export_id'] = int(ids[0]) if ids else int(hashlib.sha1(d.encode()).hexdigest()[:8], 16) % 65534 + 1
         out.append(t)
     return out
-
-
-def nfs_server_kernel_options(client, mount_to):
-    """A kernel export's options: the client's, plus mp=<mount_to> when the
-    directory lies on a volume, so that the kernel exports nothing while the
-    volume is not mounted (exports(5), "mp")."""
-    opts = list(client['options'])
-    if mount_to and not any(o == 'mp' or o.startswith('mp=') or o.startswith('mountpoint') for o in opts):
-        opts.append('mp=' + mount_to)
-    return opts
-
-
-def nfs_server_exports_lines(table):
-    """The lines of /etc/exports (exports(5)), one per export: its directory,
-    then each client as HOST(OPTIONS), options with mp= as
-    nfs_server_kernel_options gives them. No line break in them: the
-    template ends each line itself."""
-    out = []
-    for export in table or []:
-        clients = ['%s(%s)' % (c['to'], ','.join(nfs_server_kernel_options(c, export.get('mount_to'))))
-                   for c in export['clients']]
-        out.append(' '.join([export['dir']] + clients))
-    return out
-
-
-def nfs_server_unit_dropin(mount_points):
-    """The drop-in both NFS server units get (tasks/converge.yml): they
-    start only once the volumes that hold exports are mounted."""
-    out = ['# Managed by heatsible (role nfs_server). The exports live on these volume',
-           '# mount points: the NFS server starts only once they are mounted (with',
-           "# fstab's nofail, a boot without a volume would otherwise serve the empty",
-           '# directory on the root disk).',
-           '[Unit]']
-    if mount_points:
-        out += ['RequiresMountsFor=' + ' '.join(mount_points), '',
-                '[Service]',
-                '# RequiresMountsFor= only pulls in mount units systemd knows from fstab;',
-                '# this refuses to start on the bare directory in any case.']
-        out += ['ExecStartPre=/bin/mountpoint -q ' + m for m in mount_points]
-    return '\n'.join(out) + '\n'
-
-
-def nfs_server_nfs_conf(ports):
-    """/etc/nfs.conf.d/zz-heatsible.conf: NFSv3's side services on fixed ports."""
-    return '\n'.join([
-        '# Managed by heatsible (role nfs_server): NFSv3\'s side services on fixed',
-        '# ports, so that security groups can let them through (README.md).',
-        '[mountd]', 'port = %s' % ports['mountd'], '',
-        '[statd]', 'port = %s' % ports['statd'], 'outgoing-port = %s' % ports['statd_outgoing'], '',
-        '[lockd]', 'port = %s' % ports['lockd'], 'udp-port = %s' % ports['lockd'], ''])
-
-
-def nfs_server_param_problems(impl, bind_address, verify, exports, table, unknown_ganesha_options,
-                              ignored_ganesha_options, mount_points):
-    out = []
-    if impl not in ('kernel', 'ganesha'):
-        out.append('nfs_server_impl must be kernel or ganesha (is %s).' % impl)
-    if not (str(bind_address) or (impl == 'kernel' and not verify)):
-        out.append("nfs_server_bind_address must be set (is '%s'): ganesha binds to it and the verification"
-                   ' connects to it.' % bind_address)
-    if not isinstance(exports, (list, tuple)):
-        return out + ['nfs_exports must be a list: %s' % (exports,)]
-    for item in exports:
-        ok = isinstance(item, dict) and isinstance(item.get('dir'), str) \
-            and re.match(r'^/[^\s"(),;{}]*$', item['dir']) is not None \
-            and isinstance(item.get('to'), str) and _CLIENT.match(item['to']) is not None \
-            and isinstance(item.get('options') or '', str) and _OPTIONS.match(item.get('options') or '') is not None
-        if not ok:
-            out.append('nfs_exports entry %s is invalid: dir must be an absolute path and to a host,'
-                       ' network or "*", without blanks, quotes, parentheses, commas, braces or semicolons.' % (item,))
-    for m in mount_points:
-        if not _SAFE_PATH.match(str(m)):
-            out.append("the volume mount point '%s' has characters that cannot go into a systemd unit literally"
-                       ' (use letters, digits and _ . @ + - /).' % m)
-    if out or impl != 'ganesha':
-        return out
-    ids = [t['export_id'] for t in table]
-    if len(set(ids)) != len(ids) or any(i < 1 or i > 65534 for i in ids):
-        out.append('Export_Ids clash or are out of 1..65534: %s; set export_id on one of the nfs_exports entries.'
-                   % dict((t['dir'], t['export_id']) for t in table))
-    if unknown_ganesha_options:
-        out.append('nfs-ganesha cannot honour the export options %s. Translated: ro, rw, root_squash, no_root_squash,'
-                   ' all_squash, no_all_squash, anonuid=, anongid=, secure, insecure, sec=sys; ignored (no meaning'
-                   ' for ganesha): %s.' % (unknown_ganesha_options, ', '.join(ignored_ganesha_options)))
-    return out
-
-
-def nfs_server_state(stdout, settings):
-    """Judge files/state.sh's output. settings: impl, unit, other_units (the
-    other implementation's server and statd units, to stop),
-    packages (to have installed), files ({path: sha1 of what the role
-    renders}), defaults_want (legacy /etc/default lines, "" if not used).
-
-    Returns {missing, stale (managed files to write), nodir (those whose
-    directory does not exist yet), defaults_stale, unit_present, unit_ready,
-    unit_was_active, other_busy (units to stop and disable), pending,
-    no_nfsd, serve, os, todo}."""
-    st = json.loads(stdout)
-    units = st.get('units', {})
-    unit = units.get(settings['unit'], {})
-    pkgs = st.get('pkgs', {})
-    missing = [p for p in settings['packages'] if pkgs.get(p) != 'installed']
-    files = _files(st)
-    dirs = set(st.get('dirs', '').split())
-    stale, nodir = [], []
-    for path, sha1 in sorted(settings['files'].items()):
-        f = files.get(path)
-        if f is None:
-            stale.append(path)
-            if path.rsplit('/', 1)[0] not in dirs:
-                nodir.append(path)
-        elif f != (sha1, 'root', 'root', '644'):
-            stale.append(path)
-    want_defaults = settings.get('defaults_want') or ''
-    have = st.get('defaults', '')
-    defaults_stale = bool(want_defaults) and any(line not in have.split('\n') for line in want_defaults.split('\n'))
-    other_busy = []
-    for name in settings['other_units']:
-        other = units.get(name, {})
-        present = other.get('load') not in (None, '', 'not-found')
-        if present and not (other.get('active') in ('inactive', 'failed')
-                            and other.get('file') in ('disabled', 'masked', 'static', 'indirect', '')):
-            other_busy.append(name)
-    ready = unit.get('load') == 'loaded' and unit.get('active') == 'active' and unit.get('file') == 'enabled'
-    no_nfsd = st.get('no_nfsd')
-    serve = not (settings['impl'] == 'kernel' and no_nfsd is not None)
-    out = {
-        'os': st.get('os', {}),
-        'missing': missing,
-        'stale': stale,
-        'nodir': nodir,
-        'defaults_stale': defaults_stale,
-        'unit_present': unit.get('load') not in (None, '', 'not-found'),
-        'unit_ready': ready,
-        'unit_was_active': unit.get('active') == 'active',
-        'other_busy': other_busy,
-        'pending': st.get('pending') is not None,
-        'no_nfsd': no_nfsd,
-        'serve': serve,
-        'obsolete': [f for f in settings.get('obsolete', []) if f in files],
-    }
-    out['todo'] = bool(missing or stale or defaults_stale or other_busy or out['pending'] or out['obsolete']
-                       or (serve and not ready))
-    return out
-
-
-def _files(st):
-    """{path: (sha1, owner, group, mode)} from the probe's sha1sum and stat
-    outputs (paths without blanks)."""
-    sums = {}
-    for line in st.get('sha1sum', '').split('\n'):
-        f = line.split()
-        if len(f) == 2:
-            sums[f[1]] = f[0]
-    out = {}
-    for line in st.get('stat', '').split('\n'):
-        f = line.split()
-        if len(f) == 4 and f[3] in sums:
-            out[f[3]] = (sums[f[3]], f[0], f[1], f[2])
-    return out
-
-
-def nfs_server_legacy_nfs_conf(os_info):
-    """Ubuntu 20.04 (nfs-utils 1.3.4) reads no /etc/nfs.conf: its daemons'
-    options come from /etc/default/nfs-kernel-server and nfs-common."""
-    os_info = os_info or {}
-    vid = str(os_info.get('version_id', ''))
-    if os_info.get('id') == 'ubuntu':
-        major = vid.split('.', maxsplit=1)[0]
-        return major.isdigit() and int(major) < 22
-    if os_info.get('id') == 'debian':
-        # bullseye (11) has nfs-utils 1.3.4 too; bookworm (12) has 2.6.2
-        return vid.isdigit() and int(vid) < 12
-    return False
 
 
 def _strverscmp(a, b):
@@ -313,18 +136,6 @@ def nfs_server_nfs_conf_overrides(conf_d, ours, pinned):
             section, tag = key.split(' ', 1)
             out.append({'file': last[key][0], 'section': section, 'tag': tag, 'value': last[key][1],
                         'want': str(want)})
-    return out
-
-
-def nfs_server_pinned_keys(ports, impl):
-    """{"section tag": value} of the ports heatsible pins through nfs.conf.d
-    that the running daemons read: with ganesha, rpc.statd's only (ganesha
-    serves MOUNT and NLM itself, on MNT_Port and NLM_Port)."""
-    if not ports:
-        return {}
-    out = {'statd port': ports['statd'], 'statd outgoing-port': ports['statd_outgoing']}
-    if impl == 'kernel':
-        out.update({'mountd port': ports['mountd'], 'lockd port': ports['lockd'], 'lockd udp-port': ports['lockd']})
     return out
 
 
@@ -537,16 +348,8 @@ class FilterModule(object):
     def filters(self):
         return {
             'nfs_server_table': nfs_server_table,
-            'nfs_server_unit_dropin': nfs_server_unit_dropin,
-            'nfs_server_nfs_conf': nfs_server_nfs_conf,
-            'nfs_server_kernel_options': nfs_server_kernel_options,
-            'nfs_server_exports_lines': nfs_server_exports_lines,
-            'nfs_server_param_problems': nfs_server_param_problems,
-            'nfs_server_state': nfs_server_state,
-            'nfs_server_legacy_nfs_conf': nfs_server_legacy_nfs_conf,
+            'nfs_server_nfs_conf_overrides': nfs_server_nfs_conf_overrides,
+            'nfs_server_overrides_msg': nfs_server_overrides_msg,
             'nfs_server_verify': nfs_server_verify,
             'nfs_server_verify_names': nfs_server_verify_names,
-            'nfs_server_nfs_conf_overrides': nfs_server_nfs_conf_overrides,
-            'nfs_server_pinned_keys': nfs_server_pinned_keys,
-            'nfs_server_overrides_msg': nfs_server_overrides_msg,
         }

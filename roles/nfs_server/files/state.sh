@@ -1,26 +1,25 @@
 #!/bin/sh
 # nfs_server's read-only probe of the storage server, in one round trip
 # (tasks/main.yml runs it with raw: no Python needed, no terminal). It
-# prints one JSON document; collection/plugins/filter/nfs_server.py judges it.
+# prints one JSON document, read with from_json in vars/main.yml. It
+# replaces seven tasks (README.md, "Exceptions").
 #
-# Arguments: PENDING_FILE NO_NFSD_FILE UNIT... --files FILE... --pkgs PKG...
+# Arguments: PENDING_FILE NO_NFSD_FILE UNIT... --dirs DIR... --files FILE... --pkgs PKG...
 #   PENDING_FILE  left by a run that wrote the configuration and has not
-#                 applied it yet (tasks/converge.yml)
+#                 applied it yet (tasks/main.yml)
 #   NO_NFSD_FILE  says this host's kernel has no nfsd (the test bed)
-#   UNIT          systemd units to report (the two NFS servers)
-#   FILE          files the role manages: SHA-1, owner, group, mode and
-#                 whether their directory exists
+#   UNIT          systemd units to report (the NFS servers and statd units)
+#   DIR           directories the role writes into: those that exist
+#   FILE          files the role writes from templates: SHA-1, owner, group,
+#                 mode of those that exist
 #   PKG           packages: dpkg's status
 #
 # Output:
 #   {"os": {"id", "version_id"}, "pending": "<content>"|null, "no_nfsd": "<content>"|null,
-#    "units": {"<unit>": {"load", "active", "file"}},
-#    "sha1sum": "<sha1sum's output for the files that exist>",
-#    "stat": "<OWNER GROUP MODE PATH lines for them>", "dirs": "<the existing directories>",
-#    "defaults": "<the RPCMOUNTDOPTS/STATDOPTS lines of /etc/default/nfs-*>",
-#    "pkgs": {"<pkg>": "<dpkg status>"}}
+#    "units": {"<unit>": {"load", "active", "file"}}, "dirs": ["<existing directory>", ...],
+#    "files": {"<path>": "<sha1> <owner> <group> <mode>"},
+#    "nfs_conf_d": {"<name>.conf": "<content>"}, "pkgs": {"<pkg>": "<dpkg status>"}}
 set -u
-
 
 # j STRING: STRING as a JSON string. Defined by the task: it hands this
 # script through heatsible.nfv.with_json_encoder (collection/plugins/filter/shell.py).
@@ -42,7 +41,7 @@ file_or_null "$no_nfsd"
 
 # One systemctl for every unit: blocks of Key=Value lines.
 units=""
-while [ $# -gt 0 ] && [ "$1" != --files ]; do units="$units $1"; shift; done
+while [ $# -gt 0 ] && [ "$1" != --dirs ]; do units="$units $1"; shift; done
 printf ',\n "units": {'
 sep=""
 # shellcheck disable=SC2086 # unit names, split on purpose
@@ -61,20 +60,26 @@ systemctl show -p Id,LoadState,ActiveState,UnitFileState $units 2>/dev/null | {
   done
   flush
 }
-# Every managed file at once: sha1sum and stat of those that exist, and
-# whether each one's directory exists (a builtin test).
-[ "${1-}" != --files ] || shift
-files="" dirs=""
-while [ $# -gt 0 ] && [ "$1" != --pkgs ]; do
-  if [ -f "$1" ]; then files="$files $1"; fi
-  if [ -d "${1%/*}" ]; then dirs="$dirs ${1%/*}"; fi
+# The directories the role writes into that exist (builtin tests).
+[ "${1-}" != --dirs ] || shift
+printf '},\n "dirs": ['
+sep=""
+while [ $# -gt 0 ] && [ "$1" != --files ]; do
+  if [ -d "$1" ]; then printf '%s%s' "$sep" "$(j "$1")"; sep=", "; fi
   shift
 done
-# shellcheck disable=SC2086 # paths without blanks (nfs_server_param_problems), split on purpose
-printf '},\n "sha1sum": %s,\n "stat": %s,\n "dirs": %s' \
-  "$(j "$( [ -z "$files" ] || sha1sum $files)")" "$(j "$( [ -z "$files" ] || stat -c '%U %G %a %n' $files)")" "$(j "$dirs")"
-printf ',\n "defaults": '
-j "$(grep -hE '^(RPCMOUNTDOPTS|STATDOPTS)=' /etc/default/nfs-kernel-server /etc/default/nfs-common 2>/dev/null)"
+printf '],\n "files": {'
+[ "${1-}" != --files ] || shift
+sep=""
+while [ $# -gt 0 ] && [ "$1" != --pkgs ]; do
+  if [ -f "$1" ]; then
+    sum=$(sha1sum <"$1") attrs=$(stat -c '%U %G %a' "$1")
+    printf '%s%s: %s' "$sep" "$(j "$1")" "$(j "${sum%% *} $attrs")"
+    sep=", "
+  fi
+  shift
+done
+printf '}'
 # The files nfs-utils reads from /etc/nfs.conf.d (name and content), for
 # nfs_server_nfs_conf_overrides: a file that sorts after heatsible's may
 # set a pinned port again.

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 """Unit tests of plugins/filter/nfs_server.py, on outputs of the real tools
-recorded on the test bed (recorded/README.md says how).
+recorded on the test bed (recorded/README.md says how), and of the role's
+templates.
 
     make role-tests
 """
@@ -13,6 +14,23 @@ from ansible_collections.heatsible.nfv.tests.unit.plugins.filter.helpers import 
 from ansible_collections.heatsible.nfv.plugins.filter import nfs_server as ns
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def render(template, **variables):
+    """A template of the role, rendered as Ansible's template module does
+    (trim_blocks, Ansible's match test)."""
+    import re
+    import jinja2
+    with open(os.path.join(ROLES, 'nfs_server', 'templates', template)) as f:
+        src = f.read()
+    env = jinja2.Environment(trim_blocks=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    env.tests['match'] = lambda value, pattern: re.match(pattern, value) is not None
+    return env.from_string(src).render(ansible_managed='Ansible managed', **variables)
+
+
+def exports_lines(table):
+    """The export lines of templates/exports.j2 (no comments)."""
+    return [line for line in render('exports.j2', nfs_server_table=table).split('\n') if line and not line.startswith('#')]
 
 
 def rec(name):
@@ -80,17 +98,16 @@ class Table(unittest.TestCase):
                                  {'dir': '/volumes', 'to': 'x'}], DEFAULT, False, '', vols)
         self.assertEqual([e['mount_to'] for e in t], ['/volume', '/volume/inner', ''])
 
-    def test_kernel_options_carry_mp(self):
-        c = {'to': 'x', 'options': ['rw']}
-        self.assertEqual(ns.nfs_server_kernel_options(c, '/volume'), ['rw', 'mp=/volume'])
-        self.assertEqual(ns.nfs_server_kernel_options(c, ''), ['rw'])
-        self.assertEqual(ns.nfs_server_kernel_options({'to': 'x', 'options': ['rw', 'mp=/other']}, '/volume'),
-                         ['rw', 'mp=/other'])
+    def test_export_id_is_the_one_go_checks(self):
+        # internal/params TestGaneshaExportID asserts the same numbers
+        ids = [t['export_id'] for t in table([{'dir': d, 'to': 'x'} for d in
+                                              ('/volume/nfs/pv1', '/volume/nfs/pv103', '/volume/nfs/pv148')])]
+        self.assertEqual(ids, [11071, 43213, 43213])
 
 
 class Exports(unittest.TestCase):
-    """/etc/exports: one line per export, from nfs_server_exports_lines,
-    each ended by the template (templates/exports.j2), whatever blank
+    """/etc/exports: one line per export, each ended by the template
+    (templates/exports.j2), whatever blank
     lines the template has or has not."""
 
     TABLE = [
@@ -102,26 +119,23 @@ class Exports(unittest.TestCase):
              '/srv/rec *(rw,mp=/srv)']
 
     def test_lines(self):
-        self.assertEqual(ns.nfs_server_exports_lines(self.TABLE), self.LINES)
-        self.assertEqual(ns.nfs_server_exports_lines([]), [])
+        self.assertEqual(exports_lines(self.TABLE), self.LINES)
+        self.assertEqual(exports_lines([]), [])
+
+    def test_kernel_options_carry_mp(self):
+        t = [{'dir': '/volume/a', 'mount_to': '/volume', 'clients': [
+            {'to': 'x', 'options': ['rw']}, {'to': 'y', 'options': ['rw', 'mp=/other']},
+            {'to': 'z', 'options': ['rw', 'mountpoint']}]},
+            {'dir': '/srv/b', 'mount_to': '', 'clients': [{'to': 'x', 'options': ['rw']}]}]
+        self.assertEqual(exports_lines(t), ['/volume/a x(rw,mp=/volume) y(rw,mp=/other) z(rw,mountpoint)', '/srv/b x(rw)'])
 
     def test_lines_of_the_table(self):
-        got = ns.nfs_server_exports_lines(table(RECORDED))
+        got = exports_lines(table(RECORDED))
         self.assertEqual(len(got), 3)
         self.assertEqual(got[0], '/volume/nfs/pv1 10.231.0.0/24(%s,mp=/volume) 10.231.0.11(%s,mp=/volume)' % (DEFAULT, DEFAULT))
-        self.assertTrue(all('\n' not in line for line in got))
 
     def test_template(self):
-        # Rendered as Ansible's template module and lookup do (trim_blocks).
-        try:
-            import jinja2
-        except ImportError:
-            self.skipTest('no jinja2')
-        with open(os.path.join(ROLES, 'nfs_server', 'templates', 'exports.j2')) as f:
-            src = f.read()
-        env = jinja2.Environment(trim_blocks=True, undefined=jinja2.StrictUndefined)
-        env.filters['heatsible.nfv.nfs_server_exports_lines'] = ns.nfs_server_exports_lines
-        out = env.from_string(src).render(ansible_managed='Ansible managed', nfs_server_table=self.TABLE)
+        out = render('exports.j2', nfs_server_table=self.TABLE)
         body = [line for line in out.split('\n') if not line.startswith('#')]
         self.assertEqual(body, self.LINES + [''])
         self.assertTrue(out.endswith('\n') and not out.endswith('\n\n'))
@@ -151,7 +165,7 @@ class DefaultOptions(unittest.TestCase):
         t = ns.nfs_server_table([{'dir': '/volume/nfs/pv1', 'to': '10.231.0.0/24'},
                                  {'dir': '/volume/nfs/pv2', 'to': '10.231.0.0/24', 'options': 'rw,sync,no_root_squash'}],
                                 default, True, '10.231.0.11', VOLUMES)
-        lines = ns.nfs_server_exports_lines(t)
+        lines = exports_lines(t)
         self.assertEqual(lines[0], '/volume/nfs/pv1 10.231.0.0/24(rw,sync,no_subtree_check,root_squash,mp=/volume) '
                                    '10.231.0.11(rw,sync,no_subtree_check,root_squash,mp=/volume)')
         # An export that asks for no_root_squash gets it.
@@ -159,28 +173,27 @@ class DefaultOptions(unittest.TestCase):
 
 
 class Files(unittest.TestCase):
+    """The daemon settings' templates give what earlier versions wrote
+    (byte for byte: an upgraded server sees no change)."""
+
     def test_dropin(self):
-        d = ns.nfs_server_unit_dropin(['/volume', '/volume2'])
-        self.assertIn('\n[Unit]\nRequiresMountsFor=/volume /volume2\n', d)
-        self.assertIn('\nExecStartPre=/bin/mountpoint -q /volume\nExecStartPre=/bin/mountpoint -q /volume2\n', d)
-        self.assertNotIn('ExecStartPre', ns.nfs_server_unit_dropin([]))
+        d = render('heatsible-mounts.conf.j2', nfs_server_mount_points=['/volume', '/volume2'])
+        self.assertIn('\n[Unit]\nRequiresMountsFor=/volume /volume2\n\n[Service]\n', d)
+        self.assertTrue(d.endswith('\nExecStartPre=/bin/mountpoint -q /volume\nExecStartPre=/bin/mountpoint -q /volume2\n'), d)
+        self.assertTrue(render('heatsible-mounts.conf.j2', nfs_server_mount_points=[]).endswith('directory on the root disk).\n[Unit]\n'))
 
     def test_nfs_conf(self):
-        c = ns.nfs_server_nfs_conf({'mountd': 20048, 'statd': 32765, 'statd_outgoing': 32766, 'lockd': 32768})
-        self.assertIn('[mountd]\nport = 20048\n', c)
-        self.assertIn('[statd]\nport = 32765\noutgoing-port = 32766\n', c)
-        self.assertIn('[lockd]\nport = 32768\nudp-port = 32768\n', c)
+        c = render('zz-heatsible.conf.j2', **PORT_VARS)
+        self.assertIn('\n[mountd]\nport = 20048\n\n', c)
+        self.assertIn('\n[statd]\nport = 32765\noutgoing-port = 32766\n\n', c)
+        self.assertTrue(c.endswith('\n[lockd]\nport = 32768\nudp-port = 32768\n'), c)
 
 
-class Params(unittest.TestCase):
-    def test_mount_point_for_systemd(self):
-        p = ns.nfs_server_param_problems('kernel', '10.0.0.1', True, [], [], [], [], ['/volume 2', '/ok'])
-        self.assertEqual(len(p), 1)
-        self.assertIn("'/volume 2' has characters that cannot go into a systemd unit", p[0])
-
-    def test_bad_impl(self):
-        self.assertIn('nfs_server_impl must be kernel or ganesha (is knfsd).',
-                      ns.nfs_server_param_problems('knfsd', '10.0.0.1', True, [], [], [], [], []))
+PORT_VARS = {'nfs_server_mountd_port': 20048, 'nfs_server_statd_port': 32765, 'nfs_server_statd_outgoing_port': 32766,
+             'nfs_server_lockd_port': 32768}
+# vars/main.yml's nfs_server_pinned_keys
+PINNED_GANESHA = {'statd port': 32765, 'statd outgoing-port': 32766}
+PINNED_KERNEL = dict(PINNED_GANESHA, **{'mountd port': 20048, 'lockd port': 32768, 'lockd udp-port': 32768})
 
 
 class Parsers(unittest.TestCase):
@@ -330,81 +343,7 @@ class VerifyServing(unittest.TestCase):
         self.assertIn('does not list /volume/nfs/pv1 for 10.9.0.0/24 in showmount -e 10.231.0.11', v['problems'][0])
 
 
-class State(unittest.TestCase):
-    def state(self, **kw):
-        doc = {'os': {'id': 'debian', 'version_id': '12'}, 'pending': None, 'no_nfsd': None,
-               'units': {'nfs-server.service': {'load': 'loaded', 'active': 'inactive', 'file': 'disabled'},
-                         'nfs-ganesha.service': {'load': 'loaded', 'active': 'active', 'file': 'enabled'}},
-               'sha1sum': 'aaa  /etc/ganesha/ganesha.conf', 'stat': 'root root 644 /etc/ganesha/ganesha.conf',
-               'dirs': ' /etc/ganesha /etc/systemd/system',
-               'defaults': '', 'pkgs': {'nfs-ganesha': 'installed'}}
-        doc.update(kw)
-        return json.dumps(doc)
-
-    def s(self, **kw):
-        s = {'impl': 'ganesha', 'unit': 'nfs-ganesha.service', 'other_units': ['nfs-server.service', 'rpc-statd.service'],
-             'packages': ['nfs-ganesha'], 'files': {'/etc/ganesha/ganesha.conf': 'aaa'}, 'defaults_want': ''}
-        s.update(kw)
-        return s
-
-    def test_converged(self):
-        p = ns.nfs_server_state(self.state(), self.s())
-        self.assertFalse(p['todo'])
-
-    def test_pending_mark(self):
-        p = ns.nfs_server_state(self.state(pending='written by heatsible, not applied yet\n'), self.s())
-        self.assertTrue(p['pending'])
-        self.assertTrue(p['todo'])
-
-    def test_stale_file_and_mode(self):
-        p = ns.nfs_server_state(self.state(), self.s(files={'/etc/ganesha/ganesha.conf': 'bbb', '/etc/x.conf': 'c',
-                                                            '/etc/nfs.conf.d/zz-heatsible.conf': 'd'}))
-        self.assertEqual(p['stale'], ['/etc/ganesha/ganesha.conf', '/etc/nfs.conf.d/zz-heatsible.conf', '/etc/x.conf'])
-        self.assertEqual(p['nodir'], ['/etc/nfs.conf.d/zz-heatsible.conf', '/etc/x.conf'])
-        p = ns.nfs_server_state(self.state(stat='root root 600 /etc/ganesha/ganesha.conf'), self.s())
-        self.assertEqual(p['stale'], ['/etc/ganesha/ganesha.conf'])
-
-    def test_kernel_without_nfsd(self):
-        units = {'nfs-server.service': {'load': 'loaded', 'active': 'inactive', 'file': 'disabled'},
-                 'nfs-ganesha.service': {'load': 'loaded', 'active': 'active', 'file': 'enabled'},
-                 'rpc-statd.service': {'load': 'loaded', 'active': 'failed', 'file': 'static'},
-                 'nfs-ganesha-lock.service': {'load': 'loaded', 'active': 'active', 'file': 'enabled'}}
-        p = ns.nfs_server_state(self.state(no_nfsd='test bed\n', units=units), self.s(
-            impl='kernel', unit='nfs-server.service', other_units=['nfs-ganesha.service', 'nfs-ganesha-lock.service']))
-        self.assertFalse(p['serve'])
-        self.assertEqual(p['other_busy'], ['nfs-ganesha.service', 'nfs-ganesha-lock.service'])
-        self.assertTrue(p['todo'], 'the kernel server is not started there, but ganesha must be stopped')
-
-    def test_legacy(self):
-        self.assertTrue(ns.nfs_server_legacy_nfs_conf({'id': 'ubuntu', 'version_id': '20.04'}))
-        self.assertFalse(ns.nfs_server_legacy_nfs_conf({'id': 'ubuntu', 'version_id': '22.04'}))
-        self.assertFalse(ns.nfs_server_legacy_nfs_conf({'id': 'ubuntu', 'version_id': '24.04'}))
-        self.assertFalse(ns.nfs_server_legacy_nfs_conf({'id': 'debian', 'version_id': '12'}))
-        # bullseye's nfs-utils is 1.3.4 too (no nfs.conf)
-        self.assertTrue(ns.nfs_server_legacy_nfs_conf({'id': 'debian', 'version_id': '11'}))
-
-    def test_obsolete_ports_file(self):
-        old = '/etc/nfs.conf.d/heatsible.conf'
-        st = self.state(sha1sum='aaa  /etc/ganesha/ganesha.conf\nbbb  ' + old,
-                        stat='root root 644 /etc/ganesha/ganesha.conf\nroot root 644 ' + old)
-        p = ns.nfs_server_state(st, self.s(obsolete=[old]))
-        self.assertEqual(p['obsolete'], [old])
-        self.assertTrue(p['todo'], 'the old heatsible.conf must be removed')
-        p = ns.nfs_server_state(self.state(), self.s(obsolete=[old]))
-        self.assertEqual(p['obsolete'], [])
-        self.assertFalse(p['todo'], 'converged: no old file, nothing to do')
-
-    def test_defaults_lines(self):
-        want = 'RPCMOUNTDOPTS="--manage-gids --port 20048"'
-        p = ns.nfs_server_state(self.state(defaults='RPCMOUNTDOPTS="--manage-gids"\nSTATDOPTS='), self.s(defaults_want=want))
-        self.assertTrue(p['defaults_stale'])
-        p = ns.nfs_server_state(self.state(defaults=want + '\nSTATDOPTS='), self.s(defaults_want=want))
-        self.assertFalse(p['defaults_stale'])
-
-
 class TestNFSConfOrder(unittest.TestCase):
-    PORTS = {'mountd': 20048, 'statd': 32765, 'statd_outgoing': 32766, 'lockd': 32768}
-
     def test_versionsort(self):
         names = ['zzz-site.conf', 'zz-heatsible.conf', 'local.conf', 'heatsible.conf', 'a10.conf', 'a9.conf', 'Z.conf']
         import functools
@@ -415,15 +354,15 @@ class TestNFSConfOrder(unittest.TestCase):
     def test_local_conf_loses(self):
         # what nfsconvert writes from RPCMOUNTDOPTS/STATDOPTS: sorts before zz-heatsible.conf
         conf = {'local.conf': '[mountd]\nport = 40001\n[statd]\nport = 40002\n',
-                'zz-heatsible.conf': ns.nfs_server_nfs_conf(self.PORTS)}
-        keys = ns.nfs_server_pinned_keys(self.PORTS, 'kernel')
+                'zz-heatsible.conf': render('zz-heatsible.conf.j2', **PORT_VARS)}
+        keys = PINNED_KERNEL
         self.assertEqual(ns.nfs_server_nfs_conf_overrides(conf, 'zz-heatsible.conf', keys), [])
 
     def test_later_file_overrides(self):
-        conf = {'zz-heatsible.conf': ns.nfs_server_nfs_conf(self.PORTS),
+        conf = {'zz-heatsible.conf': render('zz-heatsible.conf.j2', **PORT_VARS),
                 'zzz-site.conf': '# site\n[Statd]\n Port = "40002"  # quoted\noutgoing-port = 32766\n'
                                  '[mountd "x"]\nport = 1\n[lockd]\nport = 32768 ; same\n'}
-        keys = ns.nfs_server_pinned_keys(self.PORTS, 'kernel')
+        keys = PINNED_KERNEL
         o = ns.nfs_server_nfs_conf_overrides(conf, 'zz-heatsible.conf', keys)
         self.assertEqual(o, [{'file': 'zzz-site.conf', 'section': 'statd', 'tag': 'port', 'value': '40002',
                               'want': '32765'}])
@@ -435,9 +374,9 @@ class TestNFSConfOrder(unittest.TestCase):
 
     def test_ganesha_ignores_mountd(self):
         conf = {'zzz-site.conf': '[mountd]\nport = 40001\n'}
-        keys = ns.nfs_server_pinned_keys(self.PORTS, 'ganesha')
+        keys = PINNED_GANESHA
         self.assertEqual(ns.nfs_server_nfs_conf_overrides(conf, 'zz-heatsible.conf', keys), [])
-        keys = ns.nfs_server_pinned_keys(self.PORTS, 'kernel')
+        keys = PINNED_KERNEL
         self.assertEqual(len(ns.nfs_server_nfs_conf_overrides(conf, 'zz-heatsible.conf', keys)), 1)
 
 
