@@ -208,7 +208,14 @@ func (b *bed) command(t *testing.T, state string, args ...string) *exec.Cmd {
 // heatsible runs the binary (see command) with a state directory of its own.
 func (b *bed) heatsible(t *testing.T, args ...string) (code int, stdout, stderr string, took time.Duration) {
 	t.Helper()
-	cmd := b.command(t, "", args...)
+	return b.heatsibleIn(t, "", args...)
+}
+
+// heatsibleIn is heatsible with the state directory state ("": one of its
+// own), for a test that reads the run records afterwards (taskStatuses).
+func (b *bed) heatsibleIn(t *testing.T, state string, args ...string) (code int, stdout, stderr string, took time.Duration) {
+	t.Helper()
+	cmd := b.command(t, state, args...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	start := time.Now()

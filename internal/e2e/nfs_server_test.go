@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -293,15 +294,17 @@ func TestKernelNFSServer(t *testing.T) {
 
 // TestFirstRunDropinsAndPorts: a first run on a storage server that has
 // none of nfs_server's files (no unit drop-ins, no nfs.conf.d ports file,
-// no mark), with ganesha and its statd stopped. The run writes them in one
-// module run and starts ganesha, which starts its statd (statd's restart
-// is skipped then, issue 19); afterwards systemd has loaded the drop-ins of
-// both servers (nothing left to reload) and rpcbind lists statd, lockd and
-// mountd on the pinned ports. Then the same with ganesha's unit loaded
-// (enabled, stopped, its drop-ins removed): only the start task's
-// daemon-reload makes systemd read the new drop-ins, and the test fails
-// without it (the first half alone does not: systemd loads a unit it had
-// unloaded afresh, drop-ins included).
+// no mark), with ganesha and its statd stopped. The run writes them and
+// starts ganesha, which starts its statd; afterwards systemd has loaded
+// the drop-ins of both servers (nothing left to reload) and rpcbind lists
+// statd, lockd and mountd on the pinned ports. A converged re-run changes
+// nothing and writes nothing: the probe found every file current, so the
+// two tasks that write them are skipped, not run to find nothing to do
+// (the role's README, "Exceptions": 1.6 s of a re-run). Then the same with
+// ganesha's unit loaded (enabled, stopped, its drop-ins removed): the
+// reload handler must make systemd read the new drop-ins before ganesha
+// starts, and the test fails without it (the first half alone does not:
+// systemd loads a unit it had unloaded afresh, drop-ins included).
 func TestFirstRunDropinsAndPorts(t *testing.T) {
 	b := needBed(t)
 	b.restoreStorage(t)
@@ -312,13 +315,32 @@ systemctl daemon-reload`)
 	if out := b.exec(t, "storage", "rpcinfo", "-p"); strings.Contains(out, "status") {
 		t.Fatalf("statd still registered after stopping it: the test proves nothing\n%s", out)
 	}
-	code, out, errs, took := b.heatsible(t, b.storageArgs(t, nil)...)
+	state := t.TempDir()
+	run := func() (int, string, string, time.Duration) { return b.heatsibleIn(t, state, b.storageArgs(t, nil)...) }
+	code, out, errs, took := run()
 	t.Logf("first run: exit %d in %s", code, took.Round(time.Millisecond))
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, tail(errs, 30))
 	}
 	if changed, _ := storageRecap(t, out); changed == 0 {
 		t.Errorf("the first run changed nothing on storage: the test proves nothing")
+	}
+	// (ganesha.conf is left as restoreStorage made it: current)
+	if got := taskStatuses(t, state, "instantiate-end", "Write the units' drop-ins and the pinned ports"); !slices.Equal(got, []string{"changed"}) {
+		t.Errorf("first run: the drop-ins and ports task: %v, want it to write (changed)", got)
+	}
+	code, out, errs, took = run()
+	t.Logf("converged re-run: exit %d in %s", code, took.Round(time.Millisecond))
+	if code != 0 {
+		t.Fatalf("re-run: exit %d\n%s", code, tail(errs, 30))
+	}
+	if changed, _ := storageRecap(t, out); changed != 0 {
+		t.Errorf("the converged re-run changed %d on storage, want 0", changed)
+	}
+	for _, task := range []string{"Write the NFS server configuration", "Write the units' drop-ins and the pinned ports"} {
+		if got := taskStatuses(t, state, "instantiate-end", task); !slices.Equal(got, []string{"skipped"}) {
+			t.Errorf("converged re-run: %q: %v, want skipped (the probe found the files current)", task, got)
+		}
 	}
 	show := b.exec(t, "storage", "systemctl", "show", "-p", "Id,ActiveState,NeedDaemonReload,DropInPaths", "nfs-ganesha", "nfs-server")
 	t.Logf("systemctl show:\n%s", show)
@@ -339,10 +361,9 @@ systemctl daemon-reload`)
 	}
 
 	// The units loaded: ganesha enabled but stopped, its drop-ins gone and
-	// systemd told so. The run writes them and starts ganesha; only the
-	// start task's daemon-reload makes systemd read them (the reload
-	// handler is skipped then, issue 19). Without it ganesha would start
-	// on its old definition, not requiring the volume's mount.
+	// systemd told so. The run writes them, the reload handler makes
+	// systemd read them, then ganesha starts. Without the reload ganesha
+	// would start on its old definition, not requiring the volume's mount.
 	b.exec(t, "storage", "sh", "-c", `set -e
 systemctl stop nfs-ganesha nfs-ganesha-lock
 rm -rf /etc/systemd/system/nfs-server.service.d /etc/systemd/system/nfs-ganesha.service.d
@@ -360,7 +381,7 @@ systemctl daemon-reload`)
 	t.Logf("systemctl show:\n%s", show)
 	if !strings.Contains(show, "DropInPaths=/etc/systemd/system/nfs-ganesha.service.d/heatsible-mounts.conf") ||
 		strings.Contains(show, "NeedDaemonReload=yes") || !strings.Contains(show, "ActiveState=active") {
-		t.Errorf("ganesha runs without its drop-in loaded (the start task did not reload systemd)")
+		t.Errorf("ganesha runs without its drop-in loaded (systemd was not reloaded before the start)")
 	}
 }
 
