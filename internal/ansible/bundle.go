@@ -421,8 +421,9 @@ func (b *Bundle) Config(root string) []byte {
 		"defaults": {
 			"roles_path": root + "/" + RolesDir,
 			// collections_path: the name every ansible-core since 2.10
-			// reads (2.14-2.18 also read collections_paths, which 2.19
-			// no longer does). The playbook's own collections/ (this
+			// reads (2.14-2.18 also read collections_paths, 2.16-2.18
+			// with a deprecation warning, which 2.19 no longer does:
+			// TestConfigReadByAnsible). The playbook's own collections/ (this
 			// directory, as playbook.yml is beside it) comes first anyway.
 			"collections_path":    root + "/" + CollectionsDir + ":~/.ansible/collections:/usr/share/ansible/collections",
 			"local_tmp":           root + "/" + TmpDir,

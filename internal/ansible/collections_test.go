@@ -4,7 +4,9 @@ import (
 	"context"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -80,5 +82,54 @@ func TestBundleCollectionFirst(t *testing.T) {
 				t.Errorf("results %q, want one saying %q (%v)", msgs, tc.want, err)
 			}
 		})
+	}
+}
+
+// TestConfigReadByAnsible: the ansible-core on PATH reads the bundle's
+// ansible.cfg as written, in the environment a run gets (cleanEnv, runEnv):
+// `ansible-config dump --only-changed` names the file as where
+// COLLECTIONS_PATHS, roles_path and local_tmp come from, the bundle's
+// collections first, and says no warning (a deprecated or renamed key warns
+// there: collections_paths under 2.16-2.18; 2.19 no longer reads it, which
+// only the first check sees). TestBundleCollectionFirst alone cannot tell:
+// the playbook's own collections/ and ~/.ansible/collections are searched
+// whatever the setting.
+func TestConfigReadByAnsible(t *testing.T) {
+	needAnsible(t)
+	if _, err := exec.LookPath("ansible-config"); err != nil {
+		t.Skip("ansible-config not on PATH")
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	b, err := NewBundle(BundleSpec{
+		Cluster: "test", Operation: "config", BaseDir: t.TempDir(),
+		Inventory: []byte("all:\n  hosts:\n    node-a: {}\n"),
+		Playbook:  []byte("- hosts: all\n  tasks: []\n"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ansible-config", "dump", "--only-changed")
+	cmd.Dir = b.Dir
+	cmd.Env = append(cleanEnv(os.Environ()), runEnv(b, b.Dir, PlaybookOptions{})...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("ansible-config dump: %v\n%s", err, out)
+	}
+	cfg := filepath.Join(b.Dir, ConfigFile)
+	for _, want := range []string{
+		"COLLECTIONS_PATHS(" + cfg + ") = ['" + b.Dir + "/" + CollectionsDir + "', '" + home + "/.ansible/collections', '/usr/share/ansible/collections']\n",
+		"DEFAULT_ROLES_PATH(" + cfg + ") = ['" + b.Dir + "/" + RolesDir + "']\n",
+		"DEFAULT_LOCAL_TMP(" + cfg + ") = " + b.Dir + "/" + TmpDir,
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("ansible-config dump lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "WARNING") {
+		t.Errorf("ansible-config dump warns:\n%s", out)
 	}
 }
