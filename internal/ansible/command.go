@@ -265,15 +265,14 @@ func runEnv(b *Bundle, root string, opts PlaybookOptions) []string {
 		// load.
 		"ANSIBLE_CALLBACK_PLUGINS="+root+"/"+CallbackDir+":~/.ansible/plugins/callback:/usr/share/ansible/plugins/callback",
 		"ANSIBLE_HOST_KEY_CHECKING=True",
-		// ansible-core 2.19 gives ssh the node's password through
-		// SSH_ASKPASS and starts it in a session of its own (setsid), out of
-		// reach of the signals that stop a run: after heatsible was killed,
-		// an ssh of its run went on running a task on a node
-		// (TestKilledRunIsSwept under 2.19). With sshpass, as every
-		// ansible-core before 2.19 has it, ssh stays in its worker's
-		// group, which 2.19 stops with the worker (earlier versions do not
-		// know the setting).
-		"ANSIBLE_SSH_PASSWORD_MECHANISM=sshpass",
+		// No ANSIBLE_SSH_PASSWORD_MECHANISM: 2.19's default, ssh_askpass,
+		// starts ssh in a session of its own (setsid), which a stop reaches
+		// through the run's marker in its command line (groupGuard,
+		// remoteScript). With sshpass, 2.19 reads a module's failure as
+		// sshpass's (sshpass passes on the remote command's exit code):
+		// every failed task was UNREACHABLE, "Task failed: sshpass error:",
+		// exit 3 with the module's message lost (ansible/ansible#86961;
+		// TestInterruptedApply under 2.19).
 		"ANSIBLE_NOCOLOR=1",
 		"ANSIBLE_FORCE_COLOR=0",
 		// Ansible leaves flushing to Python: without this the events

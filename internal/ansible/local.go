@@ -110,16 +110,41 @@ func (p *procExec) Command(name string, arg ...string) exec.Cmder {
 }
 
 // groupGuard runs its arguments as a child and, on SIGTERM, SIGINT or
-// SIGHUP, sends SIGTERM to its whole process group (which it leads): that
-// is how the kernel's parent-death signal (Pdeathsig, below) reaches
-// Ansible's workers and the commands they run, which ansible-playbook's
-// own death would leave running. Its exit status is ansible-playbook's.
-const groupGuard = `trap 'trap - TERM INT HUP; kill -TERM 0 2>/dev/null' TERM INT HUP
-"$@" &
-wait $!`
+// SIGHUP, stops the run (stopFunc): SIGTERM to its whole process group
+// (which it leads) and to every process whose command line holds marker,
+// the bundle's directory, with its group; SIGKILL to what is left after
+// killGrace. That is how the kernel's parent-death signal (Pdeathsig,
+// below) reaches Ansible's workers and the commands they run, which
+// ansible-playbook's own death would leave running: ansible-core 2.19 puts
+// each worker in a session of its own, and the ssh of a password login in
+// another (SSH_ASKPASS, setsid), out of reach of any group; each names the
+// bundle's directory in its command line (the playbook, ssh's
+// UserKnownHostsFile). Its exit status is ansible-playbook's.
+func groupGuard(marker string) string {
+	return sweepFunc(marker) + stopFunc(int(killGrace/time.Second)) +
+		"trap 'hs_stop; wait $run; exit $?' TERM INT HUP\n" +
+		"\"$@\" &\n" +
+		"run=$!\n" +
+		"wait $run\n"
+}
+
+// stopFunc defines hs_stop, which stops a run whose processes hs_sweep
+// finds: SIGTERM to this shell's process group and to each of them with its
+// group, then SIGKILL to what is left after grace seconds. The shell
+// ignores those signals from then on.
+func stopFunc(grace int) string {
+	return "hs_stop() {\n" +
+		"  trap '' TERM INT HUP\n" +
+		"  kill -TERM 0 2>/dev/null\n" +
+		"  hs_sweep TERM\n" +
+		"  i=0\n" +
+		"  while [ $i -lt " + fmt.Sprint(grace*5) + " ]; do hs_sweep 0; [ -n \"$hs_found\" ] || return 0; sleep 0.2; i=$((i+1)); done\n" +
+		"  hs_sweep KILL\n" +
+		"}\n"
+}
 
 func (p *procExec) CommandContext(ctx context.Context, name string, arg ...string) exec.Cmder {
-	c := osexec.CommandContext(ctx, "/bin/sh", append([]string{"-c", groupGuard, "sh", name}, arg...)...)
+	c := osexec.CommandContext(ctx, "/bin/sh", append([]string{"-c", groupGuard(p.marker), "sh", name}, arg...)...)
 	c.Dir = p.dir
 	c.Env = p.env
 	c.Stdin = nil

@@ -81,7 +81,7 @@ type AnsibleWant struct {
 	// first that exists gives kubespray's own bounds.
 	BoundsFiles []string
 	// SSHPass: Ansible logs in to the nodes with passwords, through sshpass
-	// (runEnv's ANSIBLE_SSH_PASSWORD_MECHANISM), which must be in PATH.
+	// before ansible-core 2.19, which must then be in PATH.
 	SSHPass bool
 }
 
@@ -196,8 +196,9 @@ func CheckAnsible(w AnsibleWant, f AnsibleFound, where string) error {
 				where, setting, f.Path, coreName(f.Version), f.Version, b.File, b.Min, b.Max, w.Dir, w.Dir, w.Dir, w.Dir)
 		}
 	}
-	if w.SSHPass && !f.SSHPass {
-		return unsupported("%s: no sshpass in the PATH %s runs with: Ansible logs in to the nodes with the request's passwords through it (every ansible-core before 2.19 needs it for that, and heatsible has 2.19 use it too, so that a cancelled run stops its ssh). Install it (Debian, Ubuntu: apt install sshpass)", where, f.Path)
+	// 2.19 and later give ssh the password through SSH_ASKPASS instead.
+	if w.SSHPass && !f.SSHPass && versionLess(f.Version, "2.19") {
+		return unsupported("%s: no sshpass in the PATH %s runs with: Ansible logs in to the nodes with the request's passwords through it (every ansible-core before 2.19 needs it for that). Install it (Debian, Ubuntu: apt install sshpass)", where, f.Path)
 	}
 	var missing []string
 	names := make([]string, 0, len(w.Collections))

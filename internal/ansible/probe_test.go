@@ -176,10 +176,11 @@ func TestProbeKubespray(t *testing.T) {
 	}
 }
 
-// TestCheckSSHPass: with passwords for the nodes, an Ansible without
-// sshpass in its PATH is refused, saying how to get it; without, it is not.
+// TestCheckSSHPass: with passwords for the nodes, an Ansible before 2.19
+// without sshpass in its PATH is refused, saying how to get it; without
+// passwords, or from 2.19 on (SSH_ASKPASS), it is not.
 func TestCheckSSHPass(t *testing.T) {
-	f := AnsibleFound{For: ForRoles, Path: "/x/bin/ansible-playbook", Version: "2.19.14",
+	f := AnsibleFound{For: ForRoles, Path: "/x/bin/ansible-playbook", Version: "2.18.19",
 		Collections: map[string]CollectionFound{"ansible.posix": {Path: "p"}, "community.general": {Path: "g"}}}
 	w := AnsibleWant{For: ForRoles, Collections: RoleCollections, SSHPass: true}
 	err := CheckAnsible(w, f, "here")
@@ -190,7 +191,11 @@ func TestCheckSSHPass(t *testing.T) {
 	if err := CheckAnsible(w, f, "here"); err != nil {
 		t.Errorf("with sshpass: %v", err)
 	}
-	f.SSHPass, w.SSHPass = false, false
+	f.SSHPass, f.Version = false, "2.19.14"
+	if err := CheckAnsible(w, f, "here"); err != nil {
+		t.Errorf("2.19 without sshpass: %v", err)
+	}
+	f.Version, w.SSHPass = "2.18.19", false
 	if err := CheckAnsible(w, f, "here"); err != nil {
 		t.Errorf("no passwords: %v", err)
 	}

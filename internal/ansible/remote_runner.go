@@ -194,7 +194,11 @@ func (rr *RemoteRunner) Run(ctx context.Context, b *Bundle, opts PlaybookOptions
 // (ansible-playbook dies of SIGPIPE at its next write, often before the
 // watchdog's next poll) has its staging directory removed by the script.
 // A connection gone before the script starts its watchdog is the same case
-// (the watchdog's first look finds sshd gone).
+// (the watchdog's first look finds sshd gone). A stop (heatsible's cancel
+// signals the session's process group) is passed on by the script to the
+// run's processes outside that group too (hs_sweep): ansible-core 2.19's
+// workers, and the ssh of a password login (SSH_ASKPASS), have sessions of
+// their own.
 func remoteScript(stage, dir string, argv, env []string) string {
 	q := make([]string, len(argv))
 	for i, a := range argv {
@@ -212,6 +216,13 @@ func remoteScript(stage, dir string, argv, env []string) string {
 	return "cd " + remote.ShellQuote(dir) + " || exit 1\n" +
 		"lock=\nif command -v flock >/dev/null 2>&1; then lock=\"flock -n " + marker + "\"; fi\n" +
 		venvPath + keepEnvScript +
+		sweepFunc(stage) +
+		// A stop (heatsible's cancel signals this shell's process group)
+		// also reaches the run's processes outside the group: 2.19's
+		// workers, and the ssh of a password login, each in a session of
+		// its own. SIGKILL follows from heatsible (the group) and, when the
+		// connection is gone, from the watchdog (hs_sweep).
+		"trap 'trap \"\" TERM INT HUP; kill -TERM 0 2>/dev/null; hs_sweep TERM' TERM INT HUP\n" +
 		"$lock env -i \"$@\" " + strings.Join(env, " ") + " " + strings.Join(q, " ") + " &\n" +
 		"run=$! sshd=$PPID watch=\n" +
 		// The watchdog starts even when sshd is gone already (the
@@ -220,7 +231,7 @@ func remoteScript(stage, dir string, argv, env []string) string {
 		// only says that there is a /proc to look in.
 		"if [ \"$sshd\" -gt 1 ] 2>/dev/null && [ -d /proc/$$ ]; then\n" +
 		"  (\n" +
-		sweepFunc(stage) +
+		"    trap - TERM INT HUP\n" +
 		"    while kill -0 \"$run\" 2>/dev/null; do\n" +
 		"      if [ ! -d /proc/\"$sshd\" ]; then\n" +
 		"        trap '' TERM\n" +
@@ -237,7 +248,9 @@ func remoteScript(stage, dir string, argv, env []string) string {
 		"  ) </dev/null >/dev/null 2>&1 &\n" +
 		"  watch=$!\n" +
 		"fi\n" +
+		// A trapped signal ends the first wait, not the run.
 		"wait \"$run\"\nrc=$?\n" +
+		"while kill -0 \"$run\" 2>/dev/null; do wait \"$run\"; rc=$?; done\n" +
 		"if [ -n \"$watch\" ]; then kill \"$watch\" 2>/dev/null; fi\n" +
 		// The run may end before the watchdog's next poll: a write to the
 		// dead pipe kills ansible-playbook (SIGPIPE) as soon as sshd is
@@ -248,17 +261,19 @@ func remoteScript(stage, dir string, argv, env []string) string {
 
 // sweepFunc defines hs_sweep SIG: SIG to every process whose command line
 // holds the staging directory (ansible-playbook and its workers, and each
-// one's process group), but shells whose "-c" script names it (this one).
-// ansible-core 2.19 starts each worker in a session of its own, so that
-// "kill 0" reaches none of them, nor the ssh and module processes in their
-// groups (signalRun is the same on this machine).
+// one's process group; ssh, whose UserKnownHostsFile is there), but shells
+// whose "-c" script names it (this one); hs_found is 1 when there was one.
+// ansible-core 2.19 starts each worker in a session of its own, and the ssh
+// of a password login (SSH_ASKPASS) in another, so that "kill 0" reaches
+// none of them (signalRun is the same on this machine). SIG 0 only looks.
 func sweepFunc(stage string) string {
 	return "    hs_sweep() {\n" +
+		"      hs_found=\n" +
 		"      for d in /proc/[0-9]*; do\n" +
 		"        a=$(tr '\\000' '\\n' < \"$d/cmdline\" 2>/dev/null) || continue\n" +
 		"        case $a in *" + remote.ShellQuote(stage) + "*) ;; *) continue ;; esac\n" +
 		"        [ \"$(printf '%s\\n' \"$a\" | sed -n 2p)\" = -c ] && continue\n" +
-		"        p=${d#/proc/}\n" +
+		"        p=${d#/proc/} hs_found=1\n" +
 		"        kill -s \"$1\" -- \"-$p\" 2>/dev/null; kill -s \"$1\" \"$p\" 2>/dev/null\n" +
 		"      done\n" +
 		"    }\n"
