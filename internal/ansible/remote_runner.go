@@ -260,18 +260,23 @@ func remoteScript(stage, dir string, argv, env []string) string {
 }
 
 // sweepFunc defines hs_sweep SIG: SIG to every process whose command line
-// holds the staging directory (ansible-playbook and its workers, and each
-// one's process group; ssh, whose UserKnownHostsFile is there), but shells
-// whose "-c" script names it (this one); hs_found is 1 when there was one.
-// ansible-core 2.19 starts each worker in a session of its own, and the ssh
-// of a password login (SSH_ASKPASS) in another, so that "kill 0" reaches
-// none of them (signalRun is the same on this machine). SIG 0 only looks.
+// names the staging directory or a path in it (ansible-playbook and its
+// workers, and each one's process group; ssh, whose UserKnownHostsFile is
+// there), but shells whose "-c" script names it (this one); hs_found is 1
+// when there was one. ansible-core 2.19 starts each worker in a session of
+// its own, and the ssh of a password login (SSH_ASKPASS) in another, so
+// that "kill 0" reaches none of them (signalRun is the same on this
+// machine). SIG 0 only looks. The directory must end where the argument
+// does or at a "/": another run's /x/heatsible-c-apply-12 is not
+// /x/heatsible-c-apply-1's. A process gone between the listing and the read
+// is skipped without a word (stderr is the run's).
 func sweepFunc(stage string) string {
+	q := remote.ShellQuote(stage)
 	return "    hs_sweep() {\n" +
 		"      hs_found=\n" +
 		"      for d in /proc/[0-9]*; do\n" +
-		"        a=$(tr '\\000' '\\n' < \"$d/cmdline\" 2>/dev/null) || continue\n" +
-		"        case $a in *" + remote.ShellQuote(stage) + "*) ;; *) continue ;; esac\n" +
+		"        a=$(tr '\\000' '\\n' 2>/dev/null < \"$d/cmdline\") || continue\n" +
+		"        case \"$a\n\" in *" + q + "/*|*" + q + "'\n'*) ;; *) continue ;; esac\n" +
 		"        [ \"$(printf '%s\\n' \"$a\" | sed -n 2p)\" = -c ] && continue\n" +
 		"        p=${d#/proc/} hs_found=1\n" +
 		"        kill -s \"$1\" -- \"-$p\" 2>/dev/null; kill -s \"$1\" \"$p\" 2>/dev/null\n" +
