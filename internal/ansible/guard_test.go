@@ -152,3 +152,55 @@ func TestGroupGuardExitStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepRemovesAskpassShm: a run's process that a stop signals (the
+// guard's hs_sweep, heatsible's signalRun) loses the shared memory in which
+// ansible-core 2.19 hands its ssh the node's password (its environment's
+// _ANSIBLE_SSH_ASKPASS_SHM): the worker that would remove it dies without
+// its finally block. A look (SIG 0) removes nothing, nor a name that is not
+// SharedMemory's.
+func TestSweepRemovesAskpassShm(t *testing.T) {
+	if _, err := os.Stat("/dev/shm"); err != nil {
+		t.Skip("no /dev/shm")
+	}
+	for _, how := range []string{"hs_sweep", "signalRun"} {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir() + "/heatsible-c-apply-1"
+			// a stand-in for ssh: its command line names the run's
+			// known_hosts, as 2.19's ssh does
+			path := t.TempDir() + "/ssh-like"
+			if err := os.WriteFile(path, []byte("#!/bin/sh\nsleep 30\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			name := "psm_heatsibletest" + strconv.Itoa(os.Getpid()) + strings.ReplaceAll(how, "_", "")
+			shm := "/dev/shm/" + name
+			if err := os.WriteFile(shm, []byte(`{"password": "x"}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.Remove(shm) })
+			c := &exec.Cmd{Path: path, Args: []string{path, "-o", "UserKnownHostsFile=" + dir + "/known_hosts", "30"},
+				Env: []string{"_ANSIBLE_SSH_ASKPASS_SHM=" + name}}
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+			look := exec.Command("/bin/sh", "-c", sweepFunc(dir)+"hs_sweep 0; echo \"found=$hs_found\"")
+			if out, err := look.Output(); err != nil || strings.TrimSpace(string(out)) != "found=1" {
+				t.Fatalf("hs_sweep 0: %q %v, want found=1", out, err)
+			}
+			if _, err := os.Stat(shm); err != nil {
+				t.Fatalf("a look removed %s: %v", shm, err)
+			}
+			if how == "hs_sweep" {
+				if out, err := exec.Command("/bin/sh", "-c", sweepFunc(dir)+"hs_sweep TERM").CombinedOutput(); err != nil {
+					t.Fatalf("hs_sweep TERM: %v\n%s", err, out)
+				}
+			} else {
+				_ = signalRun(c.Process.Pid, dir, syscall.SIGTERM)
+			}
+			if _, err := os.Stat(shm); !os.IsNotExist(err) {
+				t.Errorf("%s left %s after signalling its ssh (%v)", how, shm, err)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -219,10 +220,43 @@ func (p *procExec) kill() string {
 func signalRun(pgid int, marker string, sig syscall.Signal) error {
 	err := syscall.Kill(-pgid, sig)
 	for _, pid := range runProcs(marker) {
+		shm := askpassShm(pid)
 		_ = syscall.Kill(-pid, sig) // a worker leads its group: its ssh, its modules
 		_ = syscall.Kill(pid, sig)
+		removeAskpassShm(shm)
 	}
 	return err
+}
+
+// askpassShm is the name of the shared memory in which ansible-core 2.19
+// hands a node's password to the ssh of process pid (its environment's
+// _ANSIBLE_SSH_ASKPASS_SHM, /dev/shm/psm_...), or "". The worker that
+// made it removes it when ssh returns, in a finally block that a worker
+// stopped by a signal skips (os._exit): a stopped run would leave the
+// password in /dev/shm.
+func askpassShm(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return ""
+	}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if v, ok := strings.CutPrefix(kv, "_ANSIBLE_SSH_ASKPASS_SHM="); ok && askpassShmName.MatchString(v) {
+			return v
+		}
+	}
+	return ""
+}
+
+// askpassShmName is what Python's SharedMemory names (psm_ and hex), so
+// that nothing else in /dev/shm can be named.
+var askpassShmName = regexp.MustCompile(`^psm_[0-9A-Za-z_]+$`)
+
+// removeAskpassShm removes the shared memory askpassShm named, if any (the
+// ssh it was for has just been signalled: it needs the password no more).
+func removeAskpassShm(name string) {
+	if name != "" {
+		_ = os.Remove("/dev/shm/" + name)
+	}
 }
 
 // runProcs are the processes of this machine whose command line names
