@@ -7,6 +7,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -130,15 +131,16 @@ func groupGuard(marker string) string {
 
 // stopFunc defines hs_stop, which stops a run whose processes hs_sweep
 // finds: SIGTERM to this shell's process group and to each of them with its
-// group, then SIGKILL to what is left after grace seconds. The shell
-// ignores those signals from then on.
+// group, then SIGKILL to what is left after grace seconds, by the clock (a
+// sweep reads all of /proc: on a busy host it takes longer than its pause).
+// The shell ignores those signals from then on.
 func stopFunc(grace int) string {
 	return "hs_stop() {\n" +
 		"  trap '' TERM INT HUP\n" +
 		"  kill -TERM 0 2>/dev/null\n" +
 		"  hs_sweep TERM\n" +
-		"  i=0\n" +
-		"  while [ $i -lt " + fmt.Sprint(grace*5) + " ]; do hs_sweep 0; [ -n \"$hs_found\" ] || return 0; sleep 0.2; i=$((i+1)); done\n" +
+		"  end=$(($(date +%s) + " + fmt.Sprint(grace) + "))\n" +
+		"  while [ \"$(date +%s)\" -lt $end ]; do hs_sweep 0; [ -n \"$hs_found\" ] || return 0; sleep 0.2; done\n" +
 		"  hs_sweep KILL\n" +
 		"}\n"
 }
@@ -218,15 +220,50 @@ func (p *procExec) kill() string {
 func signalRun(pgid int, marker string, sig syscall.Signal) error {
 	err := syscall.Kill(-pgid, sig)
 	for _, pid := range runProcs(marker) {
+		shm := askpassShm(pid)
 		_ = syscall.Kill(-pid, sig) // a worker leads its group: its ssh, its modules
 		_ = syscall.Kill(pid, sig)
+		removeAskpassShm(shm)
 	}
 	return err
 }
 
-// runProcs are the processes of this machine whose command line holds
-// marker, the run's bundle directory (ansible-playbook and its workers,
-// which are forks of it), but not a shell's "-c" script that names it.
+// askpassShm is the name of the shared memory in which ansible-core 2.19
+// hands a node's password to the ssh of process pid (its environment's
+// _ANSIBLE_SSH_ASKPASS_SHM, /dev/shm/psm_...), or "". The worker that
+// made it removes it when ssh returns, in a finally block that a worker
+// stopped by a signal skips (os._exit): a stopped run would leave the
+// password in /dev/shm.
+func askpassShm(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return ""
+	}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if v, ok := strings.CutPrefix(kv, "_ANSIBLE_SSH_ASKPASS_SHM="); ok && askpassShmName.MatchString(v) {
+			return v
+		}
+	}
+	return ""
+}
+
+// askpassShmName is what Python's SharedMemory names (psm_ and hex), so
+// that nothing else in /dev/shm can be named.
+var askpassShmName = regexp.MustCompile(`^psm_[0-9A-Za-z_]+$`)
+
+// removeAskpassShm removes the shared memory askpassShm named, if any (the
+// ssh it was for has just been signalled: it needs the password no more).
+func removeAskpassShm(name string) {
+	if name != "" {
+		_ = os.Remove("/dev/shm/" + name)
+	}
+}
+
+// runProcs are the processes of this machine whose command line names
+// marker, the run's bundle directory, or a path in it (ansible-playbook and
+// its workers, which are forks of it), but not a shell's "-c" script that
+// names it. The directory must end where an argument does or at a "/":
+// another run's /x/heatsible-c-apply-12 is not /x/heatsible-c-apply-1's.
 func runProcs(marker string) []int {
 	if marker == "" {
 		return nil
@@ -243,7 +280,7 @@ func runProcs(marker string) []int {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil || !strings.Contains(string(b), marker) {
+		if err != nil || (!strings.Contains(string(b), marker+"/") && !strings.Contains(string(b), marker+"\x00")) {
 			continue
 		}
 		if args := strings.Split(string(b), "\x00"); len(args) > 1 && args[1] == "-c" {

@@ -220,8 +220,9 @@ func remoteScript(stage, dir string, argv, env []string) string {
 		// A stop (heatsible's cancel signals this shell's process group)
 		// also reaches the run's processes outside the group: 2.19's
 		// workers, and the ssh of a password login, each in a session of
-		// its own. SIGKILL follows from heatsible (the group) and, when the
-		// connection is gone, from the watchdog (hs_sweep).
+		// its own. Those get SIGTERM only (a 2.19 worker and its ssh stop on
+		// it); SIGKILL follows for this group, from heatsible's cancel, and
+		// from the watchdog when the connection is gone.
 		"trap 'trap \"\" TERM INT HUP; kill -TERM 0 2>/dev/null; hs_sweep TERM' TERM INT HUP\n" +
 		"$lock env -i \"$@\" " + strings.Join(env, " ") + " " + strings.Join(q, " ") + " &\n" +
 		"run=$! sshd=$PPID watch=\n" +
@@ -260,21 +261,30 @@ func remoteScript(stage, dir string, argv, env []string) string {
 }
 
 // sweepFunc defines hs_sweep SIG: SIG to every process whose command line
-// holds the staging directory (ansible-playbook and its workers, and each
-// one's process group; ssh, whose UserKnownHostsFile is there), but shells
-// whose "-c" script names it (this one); hs_found is 1 when there was one.
-// ansible-core 2.19 starts each worker in a session of its own, and the ssh
-// of a password login (SSH_ASKPASS) in another, so that "kill 0" reaches
-// none of them (signalRun is the same on this machine). SIG 0 only looks.
+// names the staging directory or a path in it (ansible-playbook and its
+// workers, and each one's process group; ssh, whose UserKnownHostsFile is
+// there), but shells whose "-c" script names it (this one); hs_found is 1
+// when there was one. ansible-core 2.19 starts each worker in a session of
+// its own, and the ssh of a password login (SSH_ASKPASS) in another, so
+// that "kill 0" reaches none of them (signalRun is the same on this
+// machine). SIG 0 only looks. The directory must end where the argument
+// does or at a "/": another run's /x/heatsible-c-apply-12 is not
+// /x/heatsible-c-apply-1's. A process gone between the listing and the read
+// is skipped without a word (stderr is the run's). A process it signals
+// (SIG not 0) loses its ansible-core 2.19 askpass shared memory, the node's
+// password in /dev/shm (askpassShm says why).
 func sweepFunc(stage string) string {
+	q := remote.ShellQuote(stage)
 	return "    hs_sweep() {\n" +
 		"      hs_found=\n" +
 		"      for d in /proc/[0-9]*; do\n" +
-		"        a=$(tr '\\000' '\\n' < \"$d/cmdline\" 2>/dev/null) || continue\n" +
-		"        case $a in *" + remote.ShellQuote(stage) + "*) ;; *) continue ;; esac\n" +
+		"        a=$(tr '\\000' '\\n' 2>/dev/null < \"$d/cmdline\") || continue\n" +
+		"        case \"$a\n\" in *" + q + "/*|*" + q + "'\n'*) ;; *) continue ;; esac\n" +
 		"        [ \"$(printf '%s\\n' \"$a\" | sed -n 2p)\" = -c ] && continue\n" +
-		"        p=${d#/proc/} hs_found=1\n" +
+		"        p=${d#/proc/} hs_found=1 s=\n" +
+		"        [ \"$1\" = 0 ] || s=$(tr '\\000' '\\n' 2>/dev/null < \"$d/environ\" | sed -n 's/^_ANSIBLE_SSH_ASKPASS_SHM=\\(psm_[0-9A-Za-z_]*\\)$/\\1/p')\n" +
 		"        kill -s \"$1\" -- \"-$p\" 2>/dev/null; kill -s \"$1\" \"$p\" 2>/dev/null\n" +
+		"        for n in $s; do rm -f \"/dev/shm/$n\"; done\n" +
 		"      done\n" +
 		"    }\n"
 }

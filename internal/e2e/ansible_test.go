@@ -56,7 +56,7 @@ func (b *bed) kubesprayRelease(t *testing.T, release, venv string) {
 // it changes anything (it is not taken for a missing file).
 func (b *bed) keepFile(t *testing.T, host, path string) {
 	t.Helper()
-	was := b.exec(t, host, "sh", "-c", `if [ -f "$1" ]; then stat -c '%U:%G %a' "$1" && base64 -w0 "$1"; else echo absent; fi`, "sh", path)
+	was := b.exec(t, host, "sh", "-c", `if [ -f "$1" ]; then stat -c '%u:%g %a' "$1" && base64 -w0 "$1"; else echo absent; fi`, "sh", path)
 	meta, data, _ := strings.Cut(was, "\n")
 	t.Cleanup(func() {
 		if meta == "absent" {

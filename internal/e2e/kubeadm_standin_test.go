@@ -291,7 +291,10 @@ func (b *bed) isolateWorkerNodes(t *testing.T) {
 func (b *bed) ensureNFSClient(t *testing.T, host string) {
 	t.Cleanup(func() {
 		if !b.nfsClient(host) {
-			b.try(host, "sh", "-c", "DEBIAN_FRONTEND=noninteractive apt-get -y -q install nfs-common >/dev/null 2>&1")
+			out, err := b.try(host, "sh", "-c", `out=$(DEBIAN_FRONTEND=noninteractive apt-get -y -q install nfs-common 2>&1) || { printf '%s\n' "$out" | tail -5; exit 1; }`)
+			if err != nil || !b.nfsClient(host) {
+				t.Errorf("putting the NFS client back on %s: %v\n%s", host, err, out)
+			}
 		}
 	})
 }

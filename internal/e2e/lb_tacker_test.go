@@ -536,12 +536,16 @@ func (b *bed) keepNodes(t *testing.T) {
 			present[n.Name] = true
 			s, ok := saved[n.Name]
 			if !ok {
-				b.try("master-0", kubectlArgv("delete", "node", n.Name, "--ignore-not-found")...)
+				if out, err := b.try("master-0", kubectlArgv("delete", "node", n.Name, "--ignore-not-found")...); err != nil {
+					t.Errorf("deleting the Node %s the test registered: %v\n%s", n.Name, err, out)
+				}
 				continue
 			}
 			spec, _ := s["spec"].(map[string]any)
 			if want, _ := spec["unschedulable"].(bool); n.Unschedulable != want {
-				b.try("master-0", kubectlArgv("patch", "node", n.Name, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"unschedulable":%v}}`, want))...)
+				if out, err := b.try("master-0", kubectlArgv("patch", "node", n.Name, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"unschedulable":%v}}`, want))...); err != nil {
+					t.Errorf("putting back the Node %s's unschedulable %v: %v\n%s", n.Name, want, err, out)
+				}
 			}
 		}
 		var missing []map[string]any
